@@ -1,0 +1,183 @@
+"""Command line: raycorpus run | demo | train-tokenizer | summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from raycorpus.config import Config, ConfigError, config_from_dict, load_config
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _err(msg: str) -> None:
+    print(f"raycorpus: {msg}", file=sys.stderr)
+
+
+def _budget_exceeded(cfg: Config, summary: dict) -> bool:
+    failed, total = summary["warcs"]["failed"], summary["warcs"]["total"]
+    budget = cfg.run.failure_budget
+    allowed = budget if budget >= 1 else budget * total
+    return failed > allowed
+
+
+def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
+    """Prepare the tokenizer, run (or resume) the build, write and print the summary."""
+    from raycorpus.ledger import LedgerError
+    from raycorpus.manifest import ManifestError
+    from raycorpus.prepare import prepare_tokenizer
+    from raycorpus.runtime.driver import RunInterrupted, run_build
+    from raycorpus.shards import canonical_json
+    from raycorpus.storage import NotFound, Storage, join_url
+    from raycorpus.summary import format_summary
+    from raycorpus.tokenize import TokenizerError
+
+    try:
+        encoder = prepare_tokenizer(cfg)
+        summary = run_build(cfg, encoder.meta(), progress_mode=progress)
+    except (TokenizerError, LedgerError, ManifestError) as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except NotFound as e:
+        _err(f"input not found: {e}")
+        return EXIT_USAGE
+    except RunInterrupted:
+        _err("interrupted: committed WARCs are checkpointed; run the same command again to resume")
+        return EXIT_INTERRUPTED
+    Storage(cfg.storage).write_atomic(join_url(cfg.output.path, "summary.json"), canonical_json(summary))
+    if not quiet:
+        print(format_summary(summary))
+    if _budget_exceeded(cfg, summary):
+        _err(f"{summary['warcs']['failed']} WARCs failed, over the failure budget "
+             f"({cfg.run.failure_budget}); they are listed above and in summary.json")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    o = {}
+    if getattr(args, "workers", None):
+        o["ray.workers"] = args.workers
+    if getattr(args, "output", None):
+        o["output.path"] = str(Path(args.output).resolve()) if "://" not in args.output else args.output
+    return o
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.config, overrides=_overrides(args))
+    except ConfigError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    return build(cfg, progress=args.progress)
+
+
+DEMO_MARKER = ".raycorpus-demo"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from raycorpus.sample import write_sample_crawl
+
+    root = Path(args.dir).resolve()
+    if root.exists() and any(root.iterdir()) and not (root / DEMO_MARKER).exists():
+        _err(f"{root} exists and was not made by `raycorpus demo`; pick another --dir")
+        return EXIT_USAGE
+    root.mkdir(parents=True, exist_ok=True)
+    (root / DEMO_MARKER).write_text("made by raycorpus demo\n")
+    shutil.rmtree(root / "corpus", ignore_errors=True)  # the demo always builds afresh
+    crawl = write_sample_crawl(root / "sample", n_warcs=args.warcs, pages_per_warc=args.pages, seed=args.seed)
+    print(f"sample crawl: {len(crawl.warc_paths)} WARC files in {root / 'sample'}")
+    cfg = config_from_dict(
+        {
+            "input": {"manifest": str(crawl.manifest_path)},
+            "output": {"path": str(root / "corpus"), "shard_size_tokens": args.shard_tokens},
+            "tokenizer": {
+                "path": str(root / "tokenizer.json"),
+                "train": {"vocab_size": 4096, "sample_docs": 2000},
+            },
+            "ray": {"workers": args.workers} if args.workers else {},
+            "run": {"checkpoint_interval_seconds": 0},
+        },
+        source="demo",
+    )
+    code = build(cfg, progress=args.progress)
+    if code == EXIT_OK:
+        print(f"\nshards: {root / 'corpus' / 'shards'}   summary: {root / 'corpus' / 'summary.json'}")
+    return code
+
+
+def cmd_train_tokenizer(args: argparse.Namespace) -> int:
+    from raycorpus.prepare import train_tokenizer_from_input
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    out = args.out or cfg.tokenizer.path
+    if not out:
+        _err("give --out or set tokenizer.path in the config")
+        return EXIT_USAGE
+    train_tokenizer_from_input(cfg, out, args.vocab_size, args.sample_docs)
+    print(f"wrote {out}")
+    return EXIT_OK
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from raycorpus.storage import NotFound, Storage, join_url
+    from raycorpus.summary import format_summary
+
+    try:
+        s = json.loads(Storage().read_bytes(join_url(args.output, "summary.json")))
+    except NotFound:
+        _err(f"no summary.json in {args.output}")
+        return EXIT_USAGE
+    print(json.dumps(s, indent=1) if args.json else format_summary(s))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    p = argparse.ArgumentParser(prog="raycorpus", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    progress_help = "progress display: bar (terminal), log (a line every 10 s), off"
+
+    r = sub.add_parser("run", help="build or resume the corpus a config describes")
+    r.add_argument("config")
+    r.add_argument("--workers", type=int, help="override ray.workers")
+    r.add_argument("--output", help="override output.path")
+    r.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
+    r.set_defaults(func=cmd_run)
+
+    d = sub.add_parser("demo", help="generate a small sample crawl and build it on a local Ray")
+    d.add_argument("--dir", default="raycorpus-demo", help="folder for the sample crawl and the corpus")
+    d.add_argument("--warcs", type=int, default=4)
+    d.add_argument("--pages", type=int, default=60, help="pages per WARC")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--workers", type=int)
+    d.add_argument("--shard-tokens", type=int, default=20_000)
+    d.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
+    d.set_defaults(func=cmd_demo)
+
+    t = sub.add_parser("train-tokenizer", help="fit a byte-level BPE on text extracted from a config's input")
+    t.add_argument("config")
+    t.add_argument("--out", help="tokenizer.json to write (default: tokenizer.path of the config)")
+    t.add_argument("--vocab-size", type=int, default=32768)
+    t.add_argument("--sample-docs", type=int, default=20000)
+    t.set_defaults(func=cmd_train_tokenizer)
+
+    s = sub.add_parser("summary", help="print the summary of a finished or partial output")
+    s.add_argument("output")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_summary)
+
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

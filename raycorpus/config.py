@@ -1,0 +1,207 @@
+"""Run configuration: one YAML file validated by pydantic models.
+
+A bad config raises :class:`ConfigError` whose message names the field and what was
+expected; the CLI turns it into exit code 2 before anything is started or written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from raycorpus.storage import StorageConfig, is_remote, join_url
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InputConfig(_Model):
+    manifest: str = Field(description="warc.paths(.gz) file: local path, s3:// or https:// url")
+    base: str | None = Field(
+        None,
+        description="prefix each manifest line is joined to (e.g. s3://commoncrawl/ or "
+        "https://data.commoncrawl.org/); empty = lines are relative to the manifest's folder",
+    )
+    limit: int | None = Field(None, ge=1, description="use only the first N manifest lines")
+
+
+class OutputConfig(_Model):
+    path: str = Field(description="output folder or s3:// prefix")
+    shard_size_tokens: int = Field(100_000_000, ge=1, description="close a shard once it holds this many tokens")
+
+
+class WarcConfig(_Model):
+    quirks_mode: bool = Field(True, description="lenient fastwarc parsing of malformed records (ClueWeb, old crawls)")
+    max_record_bytes: int = Field(8 * 2**20, ge=1024, description="skip HTTP payloads larger than this")
+    max_attempts: int = Field(3, ge=1, description="tries per WARC before it is listed as failed")
+    retry_backoff_seconds: float = Field(2.0, ge=0)
+
+
+class ExtractConfig(_Model):
+    main_content: bool = True
+    alt_texts: bool = False
+    links: bool = False
+    list_bullets: bool = True
+    form_fields: bool = False
+    noscript: bool = False
+    comments: bool = True
+    min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
+
+
+class TrainTokenizerConfig(_Model):
+    vocab_size: int = Field(8192, ge=256, le=2**20)
+    sample_docs: int = Field(20_000, ge=1)
+    min_frequency: int = Field(2, ge=1)
+
+
+class TokenizerConfig(_Model):
+    path: str | None = Field(None, description="local tokenizer.json")
+    name: str | None = Field(None, description="Hugging Face hub name (needs network)")
+    eos: str = Field("<|endoftext|>", description="token appended after every document")
+    train: TrainTokenizerConfig | None = Field(
+        None, description="train a byte-level BPE on the input before the run when `path` does not exist"
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TokenizerConfig:
+        if not self.path and not self.name:
+            raise ValueError("set `path` (a tokenizer.json) or `name` (a hub tokenizer)")
+        if self.path and self.name:
+            raise ValueError("set only one of `path` and `name`")
+        if self.train and not self.path:
+            raise ValueError("`train` needs `path`: where the trained tokenizer.json is written")
+        return self
+
+
+class RayConfig(_Model):
+    address: str | None = Field(None, description="cluster to join; default: RAY_ADDRESS if set, else start one")
+    num_cpus: int | None = Field(None, ge=1, description="CPUs of a locally started Ray (default: all)")
+    workers: int | None = Field(None, ge=1, description="extraction actors (default: one per cluster CPU)")
+    max_workers: int | None = Field(None, ge=1, description="upper bound when the pool grows with the cluster")
+    worker_cpus: float = Field(1.0, gt=0)
+    tokenizers: int = Field(1, ge=1, description="tokenizer actors")
+    in_flight_per_worker: int = Field(2, ge=1, description="WARCs queued per worker (backpressure)")
+    reorder_buffer: int | None = Field(
+        None, ge=1, description="max WARCs finished but not yet committed (default 4 x workers)"
+    )
+    resize_interval_seconds: float = Field(10.0, gt=0, description="how often the pool re-checks cluster CPUs")
+    object_store_memory: int | None = Field(None, ge=75 * 2**20)
+
+
+class RunConfig(_Model):
+    failure_budget: float = Field(
+        0.0, ge=0, description="failed WARCs tolerated: a count (>= 1) or a fraction of the manifest (< 1)"
+    )
+    checkpoint_interval_seconds: float = Field(
+        30.0, ge=0, description="write a ledger checkpoint at most this often (0 = after every WARC)"
+    )
+    progress: Literal["auto", "bar", "log", "off"] = "auto"
+
+
+class Config(_Model):
+    input: InputConfig
+    output: OutputConfig
+    tokenizer: TokenizerConfig
+    warc: WarcConfig = WarcConfig()
+    extract: ExtractConfig = ExtractConfig()
+    storage: StorageConfig = StorageConfig()
+    ray: RayConfig = RayConfig()
+    run: RunConfig = RunConfig()
+
+    def fingerprint(self) -> str:
+        """Hash of every setting that changes the output (not parallelism or progress)."""
+        d = self.model_dump(mode="json")
+        for k in ("ray", "run", "storage"):
+            d.pop(k)
+        d["input"].pop("limit")
+        d["warc"].pop("max_attempts")
+        d["warc"].pop("retry_backoff_seconds")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc if not str(p).startswith("function-")) or "(top level)"
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    lines = [f"invalid config {source}:"]
+    for e in err.errors():
+        field = _field_path(e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see configs/ for the accepted fields)"
+        got = e.get("input")
+        got_s = "" if e["type"] in ("missing", "extra_forbidden") or isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"  {field}: {msg}{got_s}")
+    return "\n".join(lines)
+
+
+def _resolve_local(value: str | None, base_dir: Path) -> str | None:
+    """Local relative paths in a config file are relative to the file's folder."""
+    if value is None or is_remote(value) or value.startswith("file://") or Path(value).is_absolute():
+        return value
+    return str((base_dir / value).resolve())
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Read and validate a YAML config; raise ConfigError naming the bad field."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {p}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config {p} is not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config {p}: expected a mapping of sections (input, output, tokenizer, ...)")
+    return config_from_dict(raw, source=str(p), base_dir=p.parent.resolve(), overrides=overrides)
+
+
+def config_from_dict(
+    raw: dict[str, Any],
+    source: str = "<dict>",
+    base_dir: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Config:
+    raw = json.loads(json.dumps(raw))  # deep copy, and rejects non-JSON values early
+    for dotted, value in (overrides or {}).items():
+        node = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    try:
+        cfg = Config.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, source)) from None
+    if base_dir is not None:
+        upd_in = {"manifest": _resolve_local(cfg.input.manifest, base_dir)}
+        if cfg.input.base:
+            upd_in["base"] = _resolve_local(cfg.input.base, base_dir)
+        cfg = cfg.model_copy(
+            update={
+                "input": cfg.input.model_copy(update=upd_in),
+                "output": cfg.output.model_copy(update={"path": _resolve_local(cfg.output.path, base_dir)}),
+                "tokenizer": cfg.tokenizer.model_copy(
+                    update={"path": _resolve_local(cfg.tokenizer.path, base_dir)}
+                ),
+            }
+        )
+    return cfg
+
+
+def output_url(cfg: Config, *parts: str) -> str:
+    url = cfg.output.path
+    for part in parts:
+        url = join_url(url, part)
+    return url

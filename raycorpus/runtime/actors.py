@@ -1,0 +1,70 @@
+"""Ray actors: thin wrappers over the core objects. None of them holds the only copy of anything."""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+from raycorpus.commit import CorpusWriter
+from raycorpus.config import Config, TokenizerConfig
+from raycorpus.pipeline import Document, WarcProcessor
+from raycorpus.storage import Storage
+
+
+@ray.remote
+class WarcWorker:
+    """Stateless: one WARC in, (summary, documents) out."""
+
+    def __init__(self, cfg: Config):
+        self.processor = WarcProcessor(cfg)
+
+    def ready(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    @ray.method(num_returns=2)
+    def process(self, ordinal: int, url: str) -> tuple[dict, list[Document]]:
+        result = self.processor.process(ordinal, url)
+        summary = result.summary()
+        summary["storage"] = dict(self.processor.storage.stats)
+        return summary, result.docs
+
+
+@ray.remote
+class TokenizerActor:
+    def __init__(self, cfg: TokenizerConfig):
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per actor; Ray schedules the rest
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from raycorpus.tokenize import TokenEncoder
+
+        self.encoder = TokenEncoder(cfg)
+
+    def encode(self, docs: list[Document]):
+        return self.encoder.encode([d.text for d in docs])
+
+
+@ray.remote
+class PackerActor:
+    """The single writer. Rebuilt from the ledger if it is ever restarted."""
+
+    def __init__(self, cfg: Config, token_meta: dict):
+        self.writer = CorpusWriter(
+            Storage(cfg.storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
+            cfg.run.checkpoint_interval_seconds,
+        )
+
+    def progress(self) -> dict:
+        return self.writer.progress()
+
+    def commit(self, ordinal: int, url: str, summary: dict, encoded, attempts: int) -> dict:
+        tokens, lengths = encoded
+        return self.writer.commit(ordinal, url, summary, tokens, lengths, attempts)
+
+    def fail(self, ordinal: int, url: str, error: str, attempts: int) -> dict:
+        return self.writer.fail(ordinal, url, error, attempts)
+
+    def checkpoint(self) -> dict:
+        return self.writer.checkpoint()
+
+    def finish(self) -> dict:
+        return self.writer.finish()

@@ -1,0 +1,307 @@
+"""The driver: the work queue and the in-order committer.
+
+WARCs are dispatched to a pool of stateless workers (bounded in flight), finish in any
+order, and are committed strictly in manifest order through a bounded reorder buffer:
+tokenizer actors encode, the packer actor writes shards and then the ledger. Failed WARCs
+are retried with backoff, then committed as failed at their place in the order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from raycorpus import __version__
+from raycorpus.config import Config
+from raycorpus.ledger import Ledger, LedgerError
+from raycorpus.manifest import count_manifest, iter_manifest
+from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker
+from raycorpus.runtime.progress import Progress
+from raycorpus.storage import Storage
+from raycorpus.summary import build_summary
+
+try:  # Ray >= 2.10
+    from ray.exceptions import ActorUnavailableError
+except ImportError:  # pragma: no cover
+    ActorUnavailableError = RayActorError
+
+ACTOR_LOST = (RayActorError, ActorUnavailableError)
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C / SIGTERM: the committed prefix is checkpointed; rerun to resume."""
+
+
+@dataclass
+class Task:
+    ordinal: int
+    url: str
+    attempts: int = 0
+    error: str = ""
+
+
+def init_ray(cfg: Config) -> None:
+    """Join RAY_ADDRESS / ray.address if given, else start a private local Ray."""
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = cfg.ray.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=True)
+    else:
+        ray.init(
+            num_cpus=cfg.ray.num_cpus,
+            object_store_memory=cfg.ray.object_store_memory,
+            include_dashboard=False,
+            log_to_driver=True,
+        )
+
+
+def check_run_identity(ledger: Ledger, run: dict) -> None:
+    """Refuse to resume into an output built from another config, manifest or tokenizer."""
+    old = ledger.read_run()
+    if old is None:
+        ledger.write_run(run)
+        return
+    for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256"):
+        if old.get(key) != run.get(key):
+            raise LedgerError(
+                f"output {ledger.out_url} was started with a different {key} "
+                f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
+            )
+
+
+class WorkerPool:
+    """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
+        self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
+        self._last_check = 0.0
+
+    def target_size(self) -> int:
+        if self.cfg.ray.workers:
+            return self.cfg.ray.workers
+        cpus = ray.cluster_resources().get("CPU", 1.0)
+        n = max(1, int(cpus // self.cfg.ray.worker_cpus))
+        return min(n, self.cfg.ray.max_workers or n)
+
+    def resize(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_check < self.cfg.ray.resize_interval_seconds:
+            return
+        self._last_check = now
+        missing = self.target_size() - len(self.ready) - len(self.starting)
+        for _ in range(max(0, missing)):
+            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0).remote(self.cfg)
+            self.starting[actor.ready.remote()] = actor
+        self.poll_starting()
+
+    def poll_starting(self) -> None:
+        if not self.starting:
+            return
+        done, _ = ray.wait(list(self.starting), num_returns=len(self.starting), timeout=0)
+        for ref in done:
+            actor = self.starting.pop(ref)
+            try:
+                ray.get(ref)
+                self.ready[actor] = 0
+            except ACTOR_LOST:
+                pass  # its node went away while it started; resize() will try again
+
+    def wait_until_any_ready(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready:
+            if not self.starting:
+                self.resize(force=True)
+            ray.wait(list(self.starting), num_returns=1, timeout=1.0)
+            self.poll_starting()
+            if time.monotonic() > deadline:
+                raise RuntimeError("no extraction worker could start: does the cluster have a free CPU?")
+
+    def pick(self) -> ray.actor.ActorHandle | None:
+        if not self.ready:
+            return None
+        return min(self.ready, key=self.ready.get)
+
+    def capacity(self) -> int:
+        return len(self.ready) * self.cfg.ray.in_flight_per_worker
+
+    def remove(self, actor) -> None:
+        self.ready.pop(actor, None)
+        try:
+            ray.kill(actor)
+        except Exception:
+            pass
+
+
+def _manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
+    lines = iter_manifest(cfg.input.manifest, cfg.input.base, storage)
+    if cfg.input.limit:
+        lines = itertools.islice(lines, cfg.input.limit)
+    for ordinal, url in enumerate(lines):
+        if ordinal >= start:
+            yield Task(ordinal, url)
+
+
+def _error_text(e: BaseException) -> str:
+    cause = e.cause if isinstance(e, RayTaskError) and getattr(e, "cause", None) else e
+    text = f"{type(cause).__name__}: {cause}"
+    return text.splitlines()[0][:500] if text else type(cause).__name__
+
+
+def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -> dict:
+    """Build (or resume) the corpus described by ``cfg``; return the run summary."""
+    storage = Storage(cfg.storage)
+    total = count_manifest(cfg.input.manifest, cfg.input.base, storage)
+    if cfg.input.limit:
+        total = min(total, cfg.input.limit)
+    ledger = Ledger(storage, cfg.output.path)
+    check_run_identity(ledger, {
+        "raycorpus": __version__,
+        "config_fingerprint": cfg.fingerprint(),
+        "manifest": cfg.input.manifest,
+        "base": cfg.input.base,
+        "warcs": total,
+        "tokenizer_sha256": token_meta["tokenizer_sha256"],
+        "token_meta": token_meta,
+    })
+    state = ledger.load()
+    if state.complete:
+        return build_summary(cfg, ledger.load(), total, run_stats={"resumed_at": total, "processed": 0})
+
+    init_ray(cfg)
+    t_start = time.monotonic()
+    packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta)
+    start = ray.get(packer.progress.remote())["next_ordinal"]
+    tokenizers = [
+        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg.tokenizer)
+        for _ in range(cfg.ray.tokenizers)
+    ]
+    pool = WorkerPool(cfg)
+    pool.resize(force=True)
+    pool.wait_until_any_ready()
+
+    queue = _manifest_tasks(cfg, storage, start)
+    retry_heap: list[tuple[float, int, Task]] = []
+    inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, ray.ObjectRef]] = {}
+    finished: dict[int, tuple[Task, dict | None, ray.ObjectRef | None]] = {}
+    commits: deque[ray.ObjectRef] = deque()
+    next_commit = start
+    highest_dispatched = start - 1
+    exhausted = False
+    processed = retried = 0
+    rr = itertools.cycle(tokenizers)
+    progress = Progress(total=total, start=start, mode=progress_mode or cfg.run.progress)
+    last = ray.get(packer.progress.remote())
+
+    def reorder_limit() -> int:
+        return cfg.ray.reorder_buffer or 4 * max(1, len(pool.ready))
+
+    def next_task() -> Task | None:
+        nonlocal exhausted
+        if retry_heap and retry_heap[0][0] <= time.monotonic():
+            return heapq.heappop(retry_heap)[2]
+        if exhausted or highest_dispatched - next_commit + 1 >= reorder_limit():
+            return None
+        task = next(queue, None)
+        if task is None:
+            exhausted = True
+        return task
+
+    try:
+        while next_commit < total:
+            pool.resize()
+            # dispatch
+            while len(inflight) < pool.capacity():
+                task = next_task()
+                if task is None:
+                    break
+                actor = pool.pick()
+                task.attempts += 1
+                meta_ref, docs_ref = actor.process.remote(task.ordinal, task.url)
+                inflight[meta_ref] = (task, actor, docs_ref)
+                pool.ready[actor] += 1
+                highest_dispatched = max(highest_dispatched, task.ordinal)
+            # collect
+            if inflight:
+                done, _ = ray.wait(list(inflight), num_returns=1, timeout=0.25)
+            else:
+                done = []
+                time.sleep(0.05)
+            for ref in done:
+                task, actor, docs_ref = inflight.pop(ref)
+                if actor in pool.ready:
+                    pool.ready[actor] -= 1
+                try:
+                    summary = ray.get(ref)
+                    finished[task.ordinal] = (task, summary, docs_ref)
+                    processed += 1
+                except (RayTaskError, *ACTOR_LOST) as e:
+                    task.error = _error_text(e)
+                    if isinstance(e, ACTOR_LOST):
+                        pool.remove(actor)
+                        pool.resize(force=True)
+                    if task.attempts < cfg.warc.max_attempts:
+                        retried += 1
+                        delay = cfg.warc.retry_backoff_seconds * 2 ** (task.attempts - 1)
+                        delay *= random.uniform(0.5, 1.5)
+                        heapq.heappush(retry_heap, (time.monotonic() + delay, task.ordinal, task))
+                    else:
+                        finished[task.ordinal] = (task, None, None)
+            if not pool.ready:
+                pool.wait_until_any_ready()
+            # commit in manifest order
+            while next_commit in finished:
+                task, summary, docs_ref = finished.pop(next_commit)
+                if summary is None:
+                    commits.append(packer.fail.remote(task.ordinal, task.url, task.error, task.attempts))
+                else:
+                    encoded = next(rr).encode.remote(docs_ref)
+                    commits.append(packer.commit.remote(task.ordinal, task.url, summary, encoded, task.attempts))
+                next_commit += 1
+            while commits and (len(commits) > 8 or _is_ready(commits[0])):
+                last = ray.get(commits.popleft())
+            progress.update(last, inflight=len(inflight), workers=len(pool.ready), buffered=len(finished))
+        while commits:
+            last = ray.get(commits.popleft())
+        last = ray.get(packer.finish.remote())
+        progress.update(last, inflight=0, workers=len(pool.ready), buffered=0)
+    except KeyboardInterrupt:
+        progress.close()
+        _checkpoint_committed(packer, commits)
+        raise RunInterrupted from None
+    finally:
+        progress.close()
+    return build_summary(cfg, ledger.load(), total, run_stats={
+        "resumed_at": start,
+        "processed": processed,
+        "retried": retried,
+        "wall_seconds": round(time.monotonic() - t_start, 3),
+        "workers": len(pool.ready),
+    })
+
+
+def _is_ready(ref: ray.ObjectRef) -> bool:
+    done, _ = ray.wait([ref], timeout=0)
+    return bool(done)
+
+
+def _checkpoint_committed(packer, commits: deque) -> None:
+    """On interrupt: let the packer finish what was sent, then checkpoint it."""
+    try:
+        for ref in commits:
+            ray.get(ref, timeout=60)
+        ray.get(packer.checkpoint.remote(), timeout=60)
+    except (GetTimeoutError, RayActorError, RayTaskError):
+        pass  # the last checkpoint on disk is still consistent

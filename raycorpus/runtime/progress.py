@@ -1,0 +1,64 @@
+"""Driver-side progress line: WARCs, docs/s, tokens, ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    def __init__(self, total: int, start: int, mode: str = "auto", interval: float = 1.0, stream=None):
+        self.stream = stream or sys.stderr
+        if mode == "auto":
+            mode = "bar" if self.stream.isatty() else "log"
+        self.mode = mode
+        self.interval = interval if mode == "bar" else max(interval, 10.0)
+        self.total, self.start = total, start
+        self.t0 = time.monotonic()
+        self.last_print = 0.0
+        self.docs0: int | None = None
+        self._open = False
+
+    def eta_seconds(self, done: int) -> float | None:
+        elapsed = time.monotonic() - self.t0
+        work = done - self.start
+        if work <= 0 or elapsed <= 0:
+            return None
+        return (self.total - done) * elapsed / work
+
+    def update(self, p: dict, inflight: int, workers: int, buffered: int) -> None:
+        if self.mode == "off":
+            return
+        if self.docs0 is None:
+            self.docs0 = p["docs"]
+        now = time.monotonic()
+        if now - self.last_print < self.interval and p["next_ordinal"] < self.total:
+            return
+        self.last_print = now
+        done = p["next_ordinal"]
+        elapsed = max(now - self.t0, 1e-9)
+        eta = self.eta_seconds(done)
+        line = (
+            f"[raycorpus] WARCs {done:,}/{self.total:,}"
+            f"{f' ({p['failed']} failed)' if p['failed'] else ''} | docs {p['docs']:,} "
+            f"({(p['docs'] - self.docs0) / elapsed:,.0f}/s) | tokens {p['tokens']:,} | shards {p['shards']} "
+            f"| workers {workers}, in flight {inflight}, buffered {buffered} | ETA "
+            f"{_hms(eta) if eta is not None else '?'}"
+        )
+        if self.mode == "bar":
+            self.stream.write("\r" + line[: 200].ljust(120))
+            self._open = True
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False

@@ -1,0 +1,99 @@
+"""Tokenizing with HF `tokenizers`: load, fingerprint, encode with EOS, train a byte-level BPE."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from raycorpus.config import TokenizerConfig
+
+
+class TokenizerError(RuntimeError):
+    pass
+
+
+def load_tokenizer(cfg: TokenizerConfig) -> Tokenizer:
+    if cfg.path:
+        if not Path(cfg.path).exists():
+            raise TokenizerError(
+                f"tokenizer.path {cfg.path} does not exist (train one with `raycorpus train-tokenizer`)"
+            )
+        return Tokenizer.from_file(cfg.path)
+    try:
+        return Tokenizer.from_pretrained(cfg.name)
+    except Exception as e:
+        raise TokenizerError(f"cannot load tokenizer.name {cfg.name!r} from the hub: {e}") from None
+
+
+def tokenizer_fingerprint(tok: Tokenizer) -> str:
+    """sha256 of the tokenizer's canonical JSON: the identity recorded in shards and ledger."""
+    return hashlib.sha256(tok.to_str().encode()).hexdigest()
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype("<u2") if vocab_size < 65536 else np.dtype("<u4")
+
+
+class TokenEncoder:
+    """Encodes batches of documents into one flat token array plus per-document lengths."""
+
+    def __init__(self, cfg: TokenizerConfig):
+        self.tokenizer = load_tokenizer(cfg)
+        eos_id = self.tokenizer.token_to_id(cfg.eos)
+        if eos_id is None:
+            raise TokenizerError(f"tokenizer.eos {cfg.eos!r} is not a token of the tokenizer")
+        self.eos_id = eos_id
+        self.vocab_size = self.tokenizer.get_vocab_size(with_added_tokens=True)
+        self.dtype = token_dtype(self.vocab_size)
+        self.fingerprint = tokenizer_fingerprint(self.tokenizer)
+        self.name = cfg.path or cfg.name or ""
+
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Return (tokens, lengths): every document's ids followed by EOS, concatenated."""
+        if not texts:
+            return np.zeros(0, self.dtype), np.zeros(0, np.uint64)
+        encs = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) + 1 for e in encs), dtype=np.uint64, count=len(encs))
+        tokens = np.empty(int(lengths.sum()), dtype=self.dtype)
+        pos = 0
+        for e in encs:
+            n = len(e.ids)
+            tokens[pos : pos + n] = e.ids
+            tokens[pos + n] = self.eos_id
+            pos += n + 1
+        return tokens, lengths
+
+    def meta(self) -> dict:
+        return {
+            "tokenizer": self.name,
+            "tokenizer_sha256": self.fingerprint,
+            "vocab_size": self.vocab_size,
+            "dtype": self.dtype.str,
+            "eos_id": self.eos_id,
+        }
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, out_path: str, eos: str, min_frequency: int = 2) -> Tokenizer:
+    """Fit a byte-level BPE (GPT-2 style) on ``texts`` and write tokenizer.json atomically."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=[eos],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".tmp-{out.name}")
+    tok.save(str(tmp))
+    os.replace(tmp, out)
+    return tok

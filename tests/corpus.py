@@ -1,0 +1,45 @@
+"""Shared helpers for end-to-end tests: a sample crawl, a trained tokenizer, configs, digests."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from raycorpus.config import Config, config_from_dict
+from raycorpus.prepare import train_tokenizer_from_input
+from raycorpus.sample import write_sample_crawl
+
+
+def make_crawl(root: Path, n_warcs: int = 8, pages: int = 40, seed: int = 1):
+    return write_sample_crawl(root, n_warcs=n_warcs, pages_per_warc=pages, seed=seed)
+
+
+def make_config(manifest: str, out: str, tokenizer: str, **sections) -> Config:
+    raw = {
+        "input": {"manifest": manifest},
+        "output": {"path": out, "shard_size_tokens": 5000},
+        "tokenizer": {"path": tokenizer},
+        "warc": {"retry_backoff_seconds": 0.1},
+        "run": {"checkpoint_interval_seconds": 0, "progress": "off"},
+    }
+    for section, values in sections.items():
+        raw.setdefault(section, {}).update(values)
+    return config_from_dict(raw)
+
+
+def make_tokenizer(crawl, path: Path) -> str:
+    cfg = make_config(str(crawl.manifest_path), str(path.parent / "unused"), str(path))
+    return train_tokenizer_from_input(cfg, str(path), vocab_size=1024, sample_docs=500)
+
+
+def shard_digests(out: Path) -> dict[str, str]:
+    """sha256 of every file under shards/ (the byte-identity the invariants talk about)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "shards").iterdir())}
+
+
+def run(cfg: Config) -> dict:
+    """Build in this process (joining the test cluster) and return the summary."""
+    from raycorpus.prepare import prepare_tokenizer
+    from raycorpus.runtime.driver import run_build
+
+    return run_build(cfg, prepare_tokenizer(cfg).meta())

@@ -1,0 +1,122 @@
+"""End to end on a real Ray cluster: determinism, failures, resume after SIGKILL, S3 and HTTP input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from raycorpus.ledger import Ledger
+from raycorpus.storage import Storage
+
+from .corpus import make_config, make_crawl, make_tokenizer, run, shard_digests
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crawl")
+    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
+    tok = make_tokenizer(c, root / "tokenizer.json")
+    return c, tok
+
+
+@pytest.fixture(scope="module")
+def reference(crawl, tmp_path_factory, ray_address):
+    """One undisturbed single-worker build that the other tests compare against."""
+    c, tok = crawl
+    out = tmp_path_factory.mktemp("ref") / "out"
+    summary = run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))
+    return out, summary
+
+
+def test_reference_build_is_complete_and_plausible(reference, crawl):
+    out, s = reference
+    assert s["complete"] and s["warcs"]["committed"] == 8 and s["warcs"]["failed"] == 0
+    assert s["docs"]["kept"] > 100 and s["tokens"] > 20_000 and s["shards"] >= 3
+    assert s["records"]["skipped"]["not_html"] > 0 and s["records"]["skipped"]["not_200"] > 0
+    assert json.loads((out / "shards" / "shard-000000.json").read_text())["sources"][0]["ordinal"] == 0
+    state = Ledger(Storage(), str(out)).load()
+    assert state.packer.docs == s["docs"]["kept"]  # the summary is the ledger's numbers
+
+
+def test_same_bytes_whatever_the_worker_count_and_buffer(reference, crawl, tmp_path):
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    for name, ray_cfg in {"w2": {"workers": 2}, "w2-inflight4": {"workers": 2, "in_flight_per_worker": 4,
+                                                                    "reorder_buffer": 16}}.items():
+        s = run(make_config(str(c.manifest_path), str(tmp_path / name), tok, ray=ray_cfg))
+        assert shard_digests(tmp_path / name) == shard_digests(ref_out), name
+        assert s["docs"] == ref_summary["docs"] and s["records"] == ref_summary["records"]
+
+
+def test_unreadable_warcs_are_retried_then_listed_as_failed(crawl, tmp_path, ray_address):
+    c, tok = crawl
+    (tmp_path / "garbage.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + os.urandom(5000))
+    lines = c.manifest_path.read_text().split()
+    manifest = tmp_path / "warc.paths"
+    manifest.write_text("\n".join([str(c.manifest_path.parent / lines[0]), str(tmp_path / "garbage.warc.gz"),
+                                   str(tmp_path / "missing.warc.gz"), str(c.manifest_path.parent / lines[1])]))
+    s = run(make_config(str(manifest), str(tmp_path / "out"), tok))
+    assert s["warcs"] == {"total": 4, "committed": 2, "failed": 2, "pending": 0}
+    failed = {Path(f["url"]).name: f for f in s["failed"]}
+    assert failed["garbage.warc.gz"]["attempts"] == 3 and failed["garbage.warc.gz"]["error"]
+    assert "missing.warc.gz" in failed and "NotFound" in failed["missing.warc.gz"]["error"]
+    assert s["this_run"]["retried"] >= 2
+    # the CLI turns a failure over budget into exit 1, listing what failed; within budget exit 0
+    cfg_path = tmp_path / "c.yaml"
+    for budget, code in ((0, 1), (2, 0)):
+        cfg_path.write_text(json.dumps({
+            "input": {"manifest": str(manifest)}, "output": {"path": str(tmp_path / f"cli{budget}")},
+            "tokenizer": {"path": tok}, "warc": {"retry_backoff_seconds": 0.1},
+            "run": {"failure_budget": budget, "progress": "off"}}))
+        r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == code, r.stderr[-2000:]
+        assert "FAILED" in r.stdout and "garbage.warc.gz" in r.stdout
+
+
+def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path):
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    cfg_path = tmp_path / "c.yaml"
+    cfg_path.write_text(json.dumps({
+        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000},
+        "tokenizer": {"path": tok}, "ray": {"workers": 1},
+        "run": {"checkpoint_interval_seconds": 0, "progress": "log"}}))
+    cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ledger = Ledger(Storage(), str(out))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = ledger.load()
+    assert 0 < before.next_ordinal < 8, "the driver was not killed mid-run"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["this_run"]["resumed_at"] == before.next_ordinal
+    assert s["this_run"]["processed"] == 8 - before.next_ordinal  # committed WARCs are not read again
+    assert shard_digests(out) == shard_digests(ref_out)
+    assert s["docs"] == ref_summary["docs"] and s["tokens"] == ref_summary["tokens"]
+    entries = list(ledger.iter_entries())
+    assert [e["ordinal"] for e in entries] == list(range(8))  # each WARC exactly once
+
+
+def test_resume_refuses_a_different_config(reference, crawl, tmp_path):
+    c, tok = crawl
+    ref_out, _ = reference
+    from raycorpus.ledger import LedgerError
+
+    with pytest.raises(LedgerError, match="config_fingerprint"):
+        run(make_config(str(c.manifest_path), str(ref_out), tok, output={"shard_size_tokens": 777}))

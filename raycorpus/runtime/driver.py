@@ -222,6 +222,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     try:
         while next_commit < total:
             pool.resize()
+            pool.poll_starting()
             # dispatch
             while len(inflight) < pool.capacity():
                 task = next_task()
@@ -283,6 +284,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         raise RunInterrupted from None
     finally:
         progress.close()
+        for actor in [packer, *tokenizers, *pool.ready, *pool.starting.values()]:
+            ray.kill(actor)  # on a shared cluster, free the CPUs now rather than at driver exit
     return build_summary(cfg, ledger.load(), total, run_stats={
         "resumed_at": start,
         "processed": processed,

@@ -43,12 +43,12 @@ class Progress:
         done = p["next_ordinal"]
         elapsed = max(now - self.t0, 1e-9)
         eta = self.eta_seconds(done)
+        failed = f" ({p['failed']} failed)" if p["failed"] else ""
+        rate = (p["docs"] - self.docs0) / elapsed
         line = (
-            f"[raycorpus] WARCs {done:,}/{self.total:,}"
-            f"{f' ({p['failed']} failed)' if p['failed'] else ''} | docs {p['docs']:,} "
-            f"({(p['docs'] - self.docs0) / elapsed:,.0f}/s) | tokens {p['tokens']:,} | shards {p['shards']} "
-            f"| workers {workers}, in flight {inflight}, buffered {buffered} | ETA "
-            f"{_hms(eta) if eta is not None else '?'}"
+            f"[raycorpus] WARCs {done:,}/{self.total:,}{failed} | docs {p['docs']:,} ({rate:,.0f}/s)"
+            f" | tokens {p['tokens']:,} | shards {p['shards']} | workers {workers}, in flight {inflight},"
+            f" buffered {buffered} | ETA {_hms(eta) if eta is not None else '?'}"
         )
         if self.mode == "bar":
             self.stream.write("\r" + line[: 200].ljust(120))

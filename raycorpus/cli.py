@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -140,8 +141,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (ray job stop, Kubernetes) checkpoints like Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    signal.signal(signal.SIGTERM, _interrupt)
     p = argparse.ArgumentParser(prog="raycorpus", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     progress_help = "progress display: bar (terminal), log (a line every 10 s), off"

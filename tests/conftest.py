@@ -19,7 +19,24 @@ def need_shared(path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ray_address(tmp_path_factory):
+def s3_server():
+    """A real S3-compatible server (SeaweedFS) for the whole session, its credentials in the environment.
+
+    Session-scoped and started before Ray, so Ray's worker processes inherit the credentials
+    through boto3's standard chain, exactly as on a real cluster node.
+    """
+    from tests.servers import SeaweedS3
+
+    with SeaweedS3() as server, pytest.MonkeyPatch.context() as mp:
+        for key, value in server.env().items():
+            mp.setenv(key, value)
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+            mp.delenv(key, raising=False)
+        yield server
+
+
+@pytest.fixture(scope="session")
+def ray_address(tmp_path_factory, s3_server):
     """A real local Ray cluster (2 CPUs) owned by this test session; drivers join it by address.
 
     Started by ray.init in this process, so ray.shutdown() stops exactly the processes it started.

@@ -1,0 +1,612 @@
+"""Storage abstraction over local paths, ``file://``, ``s3://`` and ``http(s)://`` URLs.
+
+Core layer: never imports Ray. Reads are streaming and resumable (a transient failure
+mid-stream reopens the object with a Range request from the current offset); writes are
+atomic (readers never observe a partial object). Credentials are never part of the
+configuration, logged or put into error messages: S3 uses the boto3 default chain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.client
+import io
+import os
+import random
+import re
+import shutil
+import socket
+import ssl
+import stat
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable
+from typing import Any, BinaryIO, NamedTuple, TypeVar
+
+import boto3
+import botocore.exceptions as bexc
+from boto3.exceptions import S3UploadFailedError
+from boto3.s3.transfer import TransferConfig
+from botocore import UNSIGNED
+from botocore.config import Config
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "NotFound",
+    "Storage",
+    "StorageConfig",
+    "StorageError",
+    "is_remote",
+    "is_transient",
+    "join_url",
+]
+
+T = TypeVar("T")
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+_READ_BUFFER_BYTES = 256 * 1024
+_COPY_CHUNK_BYTES = 8 * 2**20
+_USER_AGENT = "raycorpus-storage/0.1"
+
+#: HTTP statuses worth retrying (timeouts, throttling, server-side failures).
+TRANSIENT_HTTP_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: S3 error codes worth retrying regardless of the HTTP status they came with.
+TRANSIENT_S3_CODES = frozenset(
+    {
+        "SlowDown",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "InternalError",
+        "ServiceUnavailable",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "OperationAborted",
+    }
+)
+_NOT_FOUND_S3_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "404"})
+_AUTH_S3_CODES = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"}
+)
+
+
+class StorageConfig(BaseModel):
+    """Connection, retry and transfer settings (no credentials: those come from the environment)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    s3_endpoint_url: str | None = None
+    s3_region: str | None = None
+    s3_anonymous: bool = False
+    max_attempts: int = Field(6, ge=1)
+    backoff_seconds: float = Field(0.5, gt=0)
+    backoff_max_seconds: float = Field(20.0, gt=0)
+    timeout_seconds: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(8, ge=1)
+    multipart_threshold_bytes: int = Field(64 * 2**20, ge=5 * 2**20)
+
+
+class StorageError(Exception):
+    """A storage operation failed; the message names the (redacted) URL."""
+
+
+class NotFound(StorageError, FileNotFoundError):
+    """The object, bucket or local file does not exist (never retried)."""
+
+
+# ----------------------------------------------------------------------------- URLs
+
+
+def _scheme(url: str) -> str:
+    m = _SCHEME_RE.match(url)
+    return m.group(1).lower() if m else ""
+
+
+def is_remote(url: str) -> bool:
+    """True for ``s3://`` and ``http(s)://`` URLs, False for local paths and ``file://``."""
+    return _scheme(url) in ("s3", "http", "https")
+
+
+def join_url(base: str, rel: str) -> str:
+    """Join a directory/prefix (local path, ``s3://b/p``, ``https://h/p``) and a relative path with '/'."""
+    if not base:
+        return rel
+    return base.rstrip("/") + "/" + rel.lstrip("/")
+
+
+def _redact(url: str) -> str:
+    """Drop userinfo and query strings (presigned credentials) from a URL for messages."""
+    if not _scheme(url):
+        return url
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, "<redacted>" if parts.query else "", "")
+    )
+
+
+def _split_s3(url: str) -> tuple[str, str]:
+    bucket, _, key = url[len("s3://") :].partition("/")
+    if not bucket:
+        raise StorageError(f"invalid S3 URL (no bucket): {_redact(url)}")
+    return bucket, key
+
+
+def _local_path(url: str) -> str:
+    if not url.startswith("file://"):
+        return url
+    netloc, _, path = url[len("file://") :].partition("/")
+    if netloc not in ("", "localhost"):
+        raise StorageError(f"file URL with a remote host is not supported: {url}")
+    return "/" + path
+
+
+# ------------------------------------------------------------------- error handling
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is worth retrying: connection resets, truncated bodies, timeouts, 5xx/429/SlowDown.
+
+    Everything else (404, 403/auth failures, bad requests, local file errors, TLS
+    certificate errors, unknown hosts) is permanent.
+    """
+    if isinstance(exc, bexc.ClientError):
+        err = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return err.get("Code") in TRANSIENT_S3_CODES or status in TRANSIENT_HTTP_STATUS
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in TRANSIENT_HTTP_STATUS
+    if isinstance(exc, urllib.error.URLError):
+        return isinstance(exc.reason, BaseException) and is_transient(exc.reason)
+    if isinstance(exc, bexc.SSLError):
+        return False
+    if isinstance(exc, bexc.HTTPClientError | bexc.ConnectionError | bexc.IncompleteReadError):
+        return True
+    if isinstance(exc, http.client.IncompleteRead | http.client.BadStatusLine):
+        return True
+    if isinstance(exc, ssl.SSLEOFError):  # TLS connection cut mid-stream
+        return True
+    if isinstance(exc, socket.gaierror):
+        return exc.errno == socket.EAI_AGAIN
+    return isinstance(exc, ConnectionError | TimeoutError)
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    if isinstance(exc, bexc.ClientError):
+        return exc.response.get("Error", {}).get("Code") in _NOT_FOUND_S3_CODES
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in (404, 410)
+    return isinstance(exc, FileNotFoundError)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, bexc.ClientError):
+        err = exc.response.get("Error", {})
+        code = err.get("Code", "?")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+        text = f"{code} (HTTP {status}): {err.get('Message', '')}".rstrip(": ")
+        if code in _AUTH_S3_CODES:
+            text += " -- check the S3 credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and permissions"
+        elif code == "PreconditionFailed":
+            text += " -- the object changed while it was being read"
+        return text
+    if isinstance(exc, urllib.error.HTTPError):
+        text = f"HTTP {exc.code} {exc.reason}"
+        return text + " -- the object changed while it was being read" if exc.code == 412 else text
+    if isinstance(exc, bexc.NoCredentialsError):
+        return "no S3 credentials found (set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or s3_anonymous=True)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _to_storage_error(op: str, url: str, exc: BaseException) -> StorageError:
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, S3UploadFailedError) and exc.__context__ is not None:
+        exc = exc.__context__  # boto3's upload_file wraps the ClientError it failed with
+    if _is_not_found(exc):
+        return NotFound(f"{op} {_redact(url)}: not found ({_describe(exc)})")
+    return StorageError(f"{op} {_redact(url)}: {_describe(exc)}")
+
+
+# --------------------------------------------------------------------- reading
+
+
+class _Opened(NamedTuple):
+    stream: Any  # has read(n) and close()
+    total: int | None  # full object size, if known
+    etag: str | None  # strong validator used to pin resumed reads to the same object version
+
+
+class _ResumableReader(io.RawIOBase):
+    """Raw stream that reopens ``opener(offset, etag)`` after transient failures."""
+
+    def __init__(self, storage: Storage, url: str, opener: Callable[[int, str | None], _Opened]):
+        super().__init__()
+        self._storage = storage
+        self._url = url
+        self._opener = opener
+        self._pos = 0
+        self._total: int | None = None
+        self._etag: str | None = None
+        self._stream: Any = None
+        self._storage._retrying("open", url, self._reopen, self._storage.cfg.max_attempts, self._drop)
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def _reopen(self) -> None:
+        opened = self._opener(self._pos, self._etag)
+        self._stream = opened.stream
+        if self._total is None:
+            self._total, self._etag = opened.total, opened.etag
+
+    def _drop(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            with contextlib.suppress(Exception):  # a broken connection may fail to close
+                stream.close()
+
+    def _read_some(self, n: int) -> bytes:
+        if self._stream is None:
+            self._reopen()
+        data = self._stream.read(n)
+        if not data and self._total is not None and self._pos < self._total:
+            # http.client reports a connection closed before Content-Length as a plain EOF.
+            raise http.client.IncompleteRead(b"", self._total - self._pos)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if not view.nbytes or (self._total is not None and self._pos >= self._total):
+            return 0
+        data = self._storage._retrying(
+            "read",
+            self._url,
+            lambda: self._read_some(view.nbytes),
+            self._storage.cfg.max_attempts,
+            self._drop,
+        )
+        n = len(data)
+        view[:n] = data
+        self._pos += n
+        self._storage._bump("bytes_read", n)
+        return n
+
+    def close(self) -> None:
+        self._drop()
+        super().close()
+
+
+# --------------------------------------------------------------------- Storage
+
+
+class Storage:
+    """Read/write/list objects by URL; picklable (the boto3 client is recreated lazily)."""
+
+    def __init__(self, cfg: StorageConfig | None = None):
+        self.cfg = cfg or StorageConfig()
+        self.stats: dict[str, int] = {"retries": 0, "bytes_read": 0, "bytes_written": 0}
+        self._init_runtime()
+
+    def _init_runtime(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"cfg": self.cfg, "stats": dict(self.stats)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.cfg = state["cfg"]
+        self.stats = state["stats"]
+        self._init_runtime()
+
+    # ------------------------------------------------------------ internals
+
+    def _bump(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats[key] = self.stats.get(key, 0) + n
+
+    def _retrying(
+        self,
+        op: str,
+        url: str,
+        fn: Callable[[], T],
+        attempts: int,
+        on_failure: Callable[[], None] | None = None,
+    ) -> T:
+        """Run ``fn`` with up to ``attempts`` consecutive tries on transient errors (jittered backoff)."""
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                if on_failure is not None:
+                    on_failure()
+                if not is_transient(exc):
+                    raise _to_storage_error(op, url, exc) from exc
+                failures += 1
+                if failures >= attempts:
+                    if attempts == 1:
+                        raise _to_storage_error(op, url, exc) from exc
+                    raise StorageError(
+                        f"{op} {_redact(url)}: gave up after {failures} attempts: {_describe(exc)}"
+                    ) from exc
+                self._bump("retries")
+                delay = min(self.cfg.backoff_max_seconds, self.cfg.backoff_seconds * 2 ** (failures - 1))
+                time.sleep(random.uniform(delay / 2, delay))
+
+    def _s3_call(self, op: str, url: str, fn: Callable[[], T]) -> T:
+        """S3 requests are retried by botocore's standard mode; here errors are only classified."""
+        return self._retrying(op, url, fn, 1)
+
+    def _s3(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                cfg = self.cfg
+                extra: dict[str, Any] = {}
+                if cfg.s3_anonymous:
+                    extra["signature_version"] = UNSIGNED
+                if cfg.s3_endpoint_url:
+                    extra["s3"] = {"addressing_style": "path"}
+                config = Config(
+                    retries={"max_attempts": cfg.max_attempts, "mode": "standard"},
+                    connect_timeout=cfg.timeout_seconds,
+                    read_timeout=cfg.timeout_seconds,
+                    max_pool_connections=max(10, cfg.max_concurrency),
+                    # Flexible checksums by default break several S3-compatible stores.
+                    request_checksum_calculation="when_required",
+                    response_checksum_validation="when_required",
+                    **extra,
+                )
+                client = boto3.session.Session().client(
+                    "s3", endpoint_url=cfg.s3_endpoint_url, region_name=cfg.s3_region, config=config
+                )
+                client.meta.events.register("after-call.s3", self._count_botocore_retries)
+                self._client = client
+            return self._client
+
+    def _count_botocore_retries(self, parsed: dict[str, Any] | None = None, **_: Any) -> None:
+        retries = (parsed or {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)
+        if retries:
+            self._bump("retries", retries)
+
+    def _transfer_config(self) -> TransferConfig:
+        return TransferConfig(
+            multipart_threshold=self.cfg.multipart_threshold_bytes,
+            multipart_chunksize=self.cfg.multipart_threshold_bytes,
+            max_concurrency=self.cfg.max_concurrency,
+            use_threads=True,
+            preferred_transfer_client="classic",
+        )
+
+    def _kind(self, url: str) -> str:
+        scheme = _scheme(url)
+        if scheme in ("", "file"):
+            return "local"
+        if scheme == "s3":
+            return "s3"
+        if scheme in ("http", "https"):
+            return "http"
+        raise StorageError(f"unsupported URL scheme {scheme!r}: {_redact(url)}")
+
+    def _read_only(self, op: str, url: str) -> StorageError:
+        return StorageError(f"{op} {_redact(url)}: http(s) storage is read-only")
+
+    # -------------------------------------------------------------- openers
+
+    def _open_local(self, path: str, offset: int, _etag: str | None) -> _Opened:
+        f = open(path, "rb")  # noqa: SIM115 - owned and closed by the reader
+        f.seek(offset)
+        return _Opened(f, os.fstat(f.fileno()).st_size, None)
+
+    def _open_s3(self, url: str, offset: int, etag: str | None) -> _Opened:
+        bucket, key = _split_s3(url)
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
+        if offset:
+            kwargs["Range"] = f"bytes={offset}-"
+        if etag:
+            kwargs["IfMatch"] = etag
+        resp = self._s3().get_object(**kwargs)
+        return _Opened(resp["Body"], offset + resp["ContentLength"], resp.get("ETag"))
+
+    def _http_request(self, url: str, method: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+        req = urllib.request.Request(
+            url, method=method, headers={"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **headers}
+        )
+        try:
+            return urllib.request.urlopen(req, timeout=self.cfg.timeout_seconds)
+        except urllib.error.HTTPError as exc:
+            exc.close()  # classified by status only; release the connection
+            raise
+
+    def _open_http(self, url: str, offset: int, etag: str | None) -> _Opened:
+        headers = {}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        if etag:
+            headers["If-Match"] = etag
+        resp = self._http_request(url, "GET", headers)
+        total: int | None
+        if offset:
+            content_range = resp.headers.get("Content-Range", "")
+            m = re.fullmatch(r"bytes (\d+)-\d+/(\d+|\*)", content_range.strip())
+            if resp.status != 206 or not m or int(m.group(1)) != offset:
+                resp.close()
+                raise StorageError(
+                    f"read {_redact(url)}: server does not honour Range requests "
+                    f"(status {resp.status}, Content-Range {content_range!r}); cannot resume at {offset}"
+                )
+            total = int(m.group(2)) if m.group(2) != "*" else None
+        else:
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length is not None else None
+        new_etag = resp.headers.get("ETag")
+        return _Opened(resp, total, new_etag if new_etag and not new_etag.startswith("W/") else None)
+
+    # ------------------------------------------------------------ public API
+
+    def open_read(self, url: str) -> io.BufferedReader:
+        """Open ``url`` for streaming raw bytes; transient failures are resumed with Range requests."""
+        kind = self._kind(url)
+        if kind == "local":
+            opener = functools.partial(self._open_local, _local_path(url))
+        elif kind == "s3":
+            opener = functools.partial(self._open_s3, url)
+        else:
+            opener = functools.partial(self._open_http, url)
+        return io.BufferedReader(_ResumableReader(self, url, opener), buffer_size=_READ_BUFFER_BYTES)
+
+    def read_bytes(self, url: str) -> bytes:
+        """Whole object as bytes."""
+        with self.open_read(url) as f:
+            return f.read()
+
+    def write_atomic(self, url: str, data: bytes) -> None:
+        """Write ``data`` so that readers see either the old object, nothing, or all of ``data``."""
+        kind = self._kind(url)
+        if kind == "local":
+            self._write_local(url, lambda f: f.write(data))
+        elif kind == "s3":
+            bucket, key = _split_s3(url)
+            config = self._transfer_config()
+            self._s3_call(
+                "write", url, lambda: self._s3().upload_fileobj(io.BytesIO(data), bucket, key, Config=config)
+            )
+        else:
+            raise self._read_only("write", url)
+        self._bump("bytes_written", len(data))
+
+    def write_file_atomic(self, url: str, local_path: str) -> None:
+        """Atomically copy the local file ``local_path`` to ``url`` (streamed, multipart on S3)."""
+        kind = self._kind(url)
+        if kind == "local":
+
+            def copy(dst: BinaryIO) -> None:
+                with open(local_path, "rb") as src:
+                    shutil.copyfileobj(src, dst, _COPY_CHUNK_BYTES)
+
+            written = self._write_local(url, copy)
+        elif kind == "s3":
+            bucket, key = _split_s3(url)
+            config = self._transfer_config()
+            self._s3_call(
+                "write", url, lambda: self._s3().upload_file(local_path, bucket, key, Config=config)
+            )
+            written = os.path.getsize(local_path)
+        else:
+            raise self._read_only("write", url)
+        self._bump("bytes_written", written)
+
+    @staticmethod
+    def _write_local(url: str, write: Callable[[BinaryIO], object]) -> int:
+        """Temp file in the target's directory, fsync, rename over the target, fsync the directory."""
+        path = _local_path(url)
+        try:
+            directory = os.path.dirname(os.path.abspath(path))
+            os.makedirs(directory, exist_ok=True)
+            tmp = os.path.join(directory, f".tmp-{os.path.basename(path)}.{uuid.uuid4().hex}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    write(f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                    written = f.tell()
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+            dir_fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise _to_storage_error("write", url, exc) from exc
+        return written
+
+    def exists(self, url: str) -> bool:
+        """Whether the object/file exists."""
+        try:
+            self.size(url)
+        except NotFound:
+            return False
+        return True
+
+    def size(self, url: str) -> int:
+        """Object size in bytes (``NotFound`` if missing)."""
+        kind = self._kind(url)
+        if kind == "local":
+            try:
+                st = os.stat(_local_path(url))
+            except OSError as exc:
+                raise _to_storage_error("size", url, exc) from exc
+            if stat.S_ISDIR(st.st_mode):
+                raise NotFound(f"size {url}: is a directory, not a file")
+            return st.st_size
+        if kind == "s3":
+            bucket, key = _split_s3(url)
+            head = self._s3_call("size", url, lambda: self._s3().head_object(Bucket=bucket, Key=key))
+            return int(head["ContentLength"])
+
+        def head_http() -> int:
+            with self._http_request(url, "HEAD", {}) as resp:
+                length = resp.headers.get("Content-Length")
+            if length is None:
+                raise StorageError(f"size {_redact(url)}: server sent no Content-Length")
+            return int(length)
+
+        return self._retrying("size", url, head_http, self.cfg.max_attempts)
+
+    def list(self, prefix_url: str) -> list[str]:
+        """All objects under a directory prefix (recursive, sorted, same URL form as the input)."""
+        kind = self._kind(prefix_url)
+        if kind == "local":
+            root = _local_path(prefix_url)
+            rels = []
+            for dirpath, _dirs, files in os.walk(root):
+                rel_dir = os.path.relpath(dirpath, root)
+                rels.extend(
+                    name if rel_dir == "." else f"{rel_dir}/{name}"
+                    for name in files
+                    if not name.startswith(".tmp-")
+                )
+            return sorted(join_url(prefix_url, rel) for rel in rels)
+        if kind == "s3":
+            bucket, key = _split_s3(prefix_url)
+            prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+
+            def list_keys() -> list[str]:
+                pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+                return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
+
+            keys = self._s3_call("list", prefix_url, list_keys)
+            return sorted(f"s3://{bucket}/{k}" for k in keys if not k.endswith("/"))
+        raise StorageError(f"list {_redact(prefix_url)}: http(s) storage cannot be listed")
+
+    def delete(self, url: str) -> None:
+        """Delete the object/file; a missing one is fine."""
+        kind = self._kind(url)
+        if kind == "local":
+            try:
+                os.remove(_local_path(url))
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                raise _to_storage_error("delete", url, exc) from exc
+        elif kind == "s3":
+            bucket, key = _split_s3(url)
+            with contextlib.suppress(NotFound):
+                self._s3_call("delete", url, lambda: self._s3().delete_object(Bucket=bucket, Key=key))
+        else:
+            raise self._read_only("delete", url)

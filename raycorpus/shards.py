@@ -117,7 +117,7 @@ class ShardPacker:
         self.state.docs += n
         self.state.tokens += len(tokens)
         last = (self.state.shard_index, self._open_docs)
-        return {"docs": n, "tokens": int(len(tokens)), "first": list(first), "end": list(last)}
+        return {"docs": n, "tokens": len(tokens), "first": list(first), "end": list(last)}
 
     def _note_source(self, ordinal: int, url: str, docs: int) -> None:
         src = self.state.sources
@@ -137,8 +137,8 @@ class ShardPacker:
         sidecar = {
             "shard": self.state.shard_index,
             "format": "raycorpus-flat-v1",
-            "tokens": int(len(tokens)),
-            "docs": int(len(ends)),
+            "tokens": len(tokens),
+            "docs": len(ends),
             **self.token_meta,
             "sources": self.state.sources,
             "sha256": {

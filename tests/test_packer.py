@@ -17,7 +17,7 @@ def warcs(n=12, seed=0):
     """Deterministic fake WARC results: (tokens, lengths) with varied document sizes."""
     rng = np.random.default_rng(seed)
     out = []
-    for w in range(n):
+    for _ in range(n):
         lengths = rng.integers(1, 60, size=int(rng.integers(0, 9))).astype(np.uint64)
         tokens = rng.integers(1, 1000, size=int(lengths.sum())).astype("<u2")
         out.append((tokens, lengths))
@@ -62,7 +62,7 @@ def test_documents_are_whole_and_in_order(tmp_path):
             pos += int(n)
     got = list(iter_documents(Storage(), str(tmp_path)))
     assert len(got) == len(expect) == w.state.packer.docs
-    assert all(np.array_equal(a, b) for a, b in zip(got, expect))
+    assert all(np.array_equal(a, b) for a, b in zip(got, expect, strict=True))
     # every shard but the last holds >= shard_size tokens and closes right after the doc that fills it
     n_shards = w.state.packer.shards_closed
     for i in range(n_shards):

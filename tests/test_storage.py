@@ -225,7 +225,7 @@ def test_local_write_is_atomic(tmp_path: Path) -> None:
     def writer() -> None:
         try:
             st.write_file_atomic(str(target), str(fifo))
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=writer)

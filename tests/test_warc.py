@@ -36,7 +36,7 @@ def test_record_counts_match_warcio_on_every_real_warc():
 
 
 def test_clueweb_euc_jp_decodes_to_japanese():
-    recs, counts = read("resiliparse/tests/data/clueweb-quirk.warc.gz")  # WARC/0.18, malformed headers
+    recs, _ = read("resiliparse/tests/data/clueweb-quirk.warc.gz")  # WARC/0.18, malformed headers
     assert len(recs) == 29
     for r in recs:
         assert r.charset == "euc_jp"
@@ -45,7 +45,7 @@ def test_clueweb_euc_jp_decodes_to_japanese():
 
 
 def test_common_crawl_excerpt_charsets():
-    recs, counts = read("resiliparse/tests/data/warcfile.warc.gz")
+    recs, _ = read("resiliparse/tests/data/warcfile.warc.gz")
     assert len(recs) == 16
     by = Counter(r.charset for r in recs)
     assert by["utf-8"] >= 5 and by["gbk"] >= 3 and by["cp1252"] == 2  # iso-8859-1 labels read as cp1252

@@ -33,11 +33,12 @@ class CorpusWriter:
         if ordinal != self.state.next_ordinal:
             raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
 
-    def commit(self, ordinal: int, url: str, summary: dict, tokens: np.ndarray, lengths: np.ndarray,
+    def commit(self, ordinal: int, warc: str, summary: dict, tokens: np.ndarray, lengths: np.ndarray,
                attempts: int = 1) -> dict:
-        """Append one processed WARC's documents. ``summary`` is WarcResult.summary()."""
+        """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary`` is
+        WarcResult.summary() (which also names the url it was read from)."""
         self._expect(ordinal)
-        placed = self.packer.add(ordinal, url, tokens, lengths)
+        placed = self.packer.add(ordinal, warc, tokens, lengths)
         counts = Counter(summary["counts"])
         counts["bytes_read"] += summary["bytes_read"]
         counts["tokens"] += placed["tokens"]
@@ -45,16 +46,17 @@ class CorpusWriter:
         self.state.totals.update(counts)
         self.state.committed += 1
         self._entries.append({
-            "ordinal": ordinal, "url": url, "status": "committed", "attempts": attempts,
+            "ordinal": ordinal, "warc": warc, "url": summary.get("url", warc), "status": "committed",
+            "attempts": attempts,
             "docs": placed["docs"], "tokens": placed["tokens"],
             "first": placed["first"], "end": placed["end"], "counts": dict(sorted(summary["counts"].items())),
         })
         return self._advance()
 
-    def fail(self, ordinal: int, url: str, error: str, attempts: int) -> dict:
+    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> dict:
         """List a WARC as failed (it contributes nothing) and move on."""
         self._expect(ordinal)
-        entry = {"ordinal": ordinal, "url": url, "status": "failed", "attempts": attempts, "error": error}
+        entry = {"ordinal": ordinal, "warc": warc, "status": "failed", "attempts": attempts, "error": error}
         self.state.failed.append(entry)
         self.state.totals["warcs_failed"] += 1
         self._entries.append(entry)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from raycorpus.storage import Storage, join_url
 
-__all__ = ["ManifestError", "count_manifest", "iter_manifest"]
+__all__ = ["ManifestError", "count_manifest", "iter_manifest", "iter_manifest_entries"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -46,7 +46,16 @@ def _resolve_without_base(line: str, manifest_dir: str) -> str:
 
 
 def iter_manifest(url: str, base: str | None, storage: Storage) -> Iterator[str]:
-    """Yield the resolved WARC URL of each non-empty, non-comment manifest line, in file order.
+    """Yield the resolved WARC URL of each non-empty, non-comment manifest line, in file order."""
+    for _, resolved in iter_manifest_entries(url, base, storage):
+        yield resolved
+
+
+def iter_manifest_entries(url: str, base: str | None, storage: Storage) -> Iterator[tuple[str, str]]:
+    """Yield (line as written, resolved WARC URL) for each WARC of the manifest, in file order.
+
+    The line is the WARC's identity in shards and ledger (the same whether it is read from
+    s3://commoncrawl/ or a mirror); the URL is where it is read from.
 
     With ``base`` every line must be a safe relative path joined to ``base``; without it,
     URLs and absolute paths are used as is and relative lines resolve against the
@@ -68,9 +77,9 @@ def iter_manifest(url: str, base: str | None, storage: Storage) -> Iterator[str]
                         raise ManifestError(
                             f"{url}: line {lineno} {problem} but a base is set (need a relative path): {line!r}"
                         )
-                    yield join_url(base, line)
+                    yield line, join_url(base, line)
                 else:
-                    yield _resolve_without_base(line, manifest_dir)
+                    yield line, _resolve_without_base(line, manifest_dir)
         except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
             raise ManifestError(f"{url}: unreadable after line {lineno}: {exc}") from exc
 

@@ -95,7 +95,7 @@ class ShardPacker:
             self._open_docs += len(lengths)
 
     # -- appending
-    def add(self, ordinal: int, warc_url: str, tokens: np.ndarray, lengths: np.ndarray) -> dict:
+    def add(self, ordinal: int, warc: str, tokens: np.ndarray, lengths: np.ndarray) -> dict:
         """Append one WARC's documents; close shards as they fill. Returns where the docs went."""
         tokens = np.asarray(tokens, dtype=self.dtype)
         lengths = np.asarray(lengths, dtype=np.uint64)
@@ -109,7 +109,7 @@ class ShardPacker:
             k = int(np.searchsorted(ends, tok + room, side="left")) + 1
             k = min(k, n)
             end_tok = int(ends[k - 1])
-            self._note_source(ordinal, warc_url, k - doc)
+            self._note_source(ordinal, warc, k - doc)
             self._append_chunk(tokens[tok:end_tok], lengths[doc:k])
             doc, tok = k, end_tok
             if self._open_tokens >= self.shard_size:
@@ -119,12 +119,12 @@ class ShardPacker:
         last = (self.state.shard_index, self._open_docs)
         return {"docs": n, "tokens": len(tokens), "first": list(first), "end": list(last)}
 
-    def _note_source(self, ordinal: int, url: str, docs: int) -> None:
+    def _note_source(self, ordinal: int, warc: str, docs: int) -> None:
         src = self.state.sources
         if src and src[-1]["ordinal"] == ordinal:
             src[-1]["docs"] += docs
         else:
-            src.append({"ordinal": ordinal, "url": url, "first_doc": self._open_docs, "docs": docs})
+            src.append({"ordinal": ordinal, "warc": warc, "first_doc": self._open_docs, "docs": docs})
 
     def _close_shard(self) -> None:
         if not self._open_docs:

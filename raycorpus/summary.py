@@ -68,7 +68,7 @@ def format_summary(s: dict) -> str:
     if run.get("resumed_at"):
         lines.append(f"resumed       at WARC #{run['resumed_at']} (earlier WARCs were already committed)")
     for f in s["failed"][:20]:
-        lines.append(f"FAILED        {f['url']} after {f['attempts']} attempts: {f['error']}")
+        lines.append(f"FAILED        {f['warc']} after {f['attempts']} attempts: {f['error']}")
     if len(s["failed"]) > 20:
         lines.append(f"FAILED        ... and {len(s['failed']) - 20} more (see summary.json)")
     return "\n".join(lines)

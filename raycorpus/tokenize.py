@@ -51,7 +51,7 @@ class TokenEncoder:
         self.vocab_size = self.tokenizer.get_vocab_size(with_added_tokens=True)
         self.dtype = token_dtype(self.vocab_size)
         self.fingerprint = tokenizer_fingerprint(self.tokenizer)
-        self.name = cfg.path or cfg.name or ""
+        self.name = Path(cfg.path).name if cfg.path else cfg.name or ""
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Return (tokens, lengths): every document's ids followed by EOS, concatenated."""

@@ -56,12 +56,12 @@ class PackerActor:
     def progress(self) -> dict:
         return self.writer.progress()
 
-    def commit(self, ordinal: int, url: str, summary: dict, encoded, attempts: int) -> dict:
+    def commit(self, ordinal: int, warc: str, summary: dict, encoded, attempts: int) -> dict:
         tokens, lengths = encoded
-        return self.writer.commit(ordinal, url, summary, tokens, lengths, attempts)
+        return self.writer.commit(ordinal, warc, summary, tokens, lengths, attempts)
 
-    def fail(self, ordinal: int, url: str, error: str, attempts: int) -> dict:
-        return self.writer.fail(ordinal, url, error, attempts)
+    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> dict:
+        return self.writer.fail(ordinal, warc, error, attempts)
 
     def checkpoint(self) -> dict:
         return self.writer.checkpoint()

@@ -23,7 +23,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from raycorpus import __version__
 from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
-from raycorpus.manifest import count_manifest, iter_manifest
+from raycorpus.manifest import count_manifest, iter_manifest_entries
 from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker
 from raycorpus.runtime.progress import Progress
 from raycorpus.storage import Storage
@@ -44,7 +44,8 @@ class RunInterrupted(Exception):
 @dataclass
 class Task:
     ordinal: int
-    url: str
+    warc: str  # the manifest line: the WARC's identity in shards and ledger
+    url: str  # where it is read from
     attempts: int = 0
     error: str = ""
 
@@ -146,12 +147,10 @@ class WorkerPool:
 
 
 def _manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
-    lines = iter_manifest(cfg.input.manifest, cfg.input.base, storage)
-    if cfg.input.limit:
-        lines = itertools.islice(lines, cfg.input.limit)
-    for ordinal, url in enumerate(lines):
+    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    for ordinal, (warc, url) in enumerate(itertools.islice(entries, cfg.input.limit)):
         if ordinal >= start:
-            yield Task(ordinal, url)
+            yield Task(ordinal, warc, url)
 
 
 def _error_text(e: BaseException) -> str:
@@ -266,10 +265,10 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
             while next_commit in finished:
                 task, summary, docs_ref = finished.pop(next_commit)
                 if summary is None:
-                    commits.append(packer.fail.remote(task.ordinal, task.url, task.error, task.attempts))
+                    commits.append(packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
                 else:
                     encoded = next(rr).encode.remote(docs_ref)
-                    commits.append(packer.commit.remote(task.ordinal, task.url, summary, encoded, task.attempts))
+                    commits.append(packer.commit.remote(task.ordinal, task.warc, summary, encoded, task.attempts))
                 next_commit += 1
             while commits and (len(commits) > 8 or _is_ready(commits[0])):
                 last = ray.get(commits.popleft())

@@ -5,10 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from raycorpus.sample import write_sample_crawl
-
 from raycorpus.config import Config, config_from_dict
 from raycorpus.prepare import train_tokenizer_from_input
+from raycorpus.sample import write_sample_crawl
 
 
 def make_crawl(root: Path, n_warcs: int = 8, pages: int = 40, seed: int = 1):

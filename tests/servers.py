@@ -194,7 +194,7 @@ class SeaweedS3:
                     client.delete_object(Bucket=bucket, Key="probe")
                     client.delete_bucket(Bucket=bucket)
                     return True
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:
                 time.sleep(0.2)
         return False
 

@@ -11,7 +11,6 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
     drops = {k.removeprefix("drop:"): v for k, v in sorted(t.items()) if k.startswith("drop:")}
     skips = {k.removeprefix("skip:"): v for k, v in sorted(t.items()) if k.startswith("skip:")}
     wall = run_stats.get("wall_seconds") or 0.0
-    processed_docs = t.get("kept", 0)
     summary = {
         "output": cfg.output.path,
         "complete": state.complete,
@@ -27,7 +26,7 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
             "html_200": t.get("html", 0),
             "skipped": skips,
         },
-        "docs": {"in": t.get("html", 0), "kept": processed_docs, "dropped": drops},
+        "docs": {"in": t.get("html", 0), "kept": t.get("kept", 0), "dropped": drops},
         "charset_sources": {k.removeprefix("charset:"): v for k, v in sorted(t.items())
                             if k.startswith("charset:")},
         "tokens": state.packer.tokens,
@@ -37,10 +36,9 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
         "this_run": dict(run_stats),
     }
     if wall > 0 and run_stats.get("processed"):
-        frac = run_stats["processed"] / max(1, state.committed + len(state.failed))
-        summary["this_run"]["docs_per_second"] = round(processed_docs * frac / wall, 1)
-        summary["this_run"]["tokens_per_second"] = round(state.packer.tokens * frac / wall, 1)
-        summary["this_run"]["mb_per_second"] = round(t.get("bytes_read", 0) * frac / wall / 1e6, 2)
+        summary["this_run"]["docs_per_second"] = round(run_stats["docs"] / wall, 1)
+        summary["this_run"]["tokens_per_second"] = round(run_stats["tokens"] / wall, 1)
+        summary["this_run"]["mb_per_second"] = round(run_stats.get("bytes_read", 0) / wall / 1e6, 2)
     return summary
 
 

@@ -180,7 +180,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         return build_summary(cfg, ledger.load(), total, run_stats={"resumed_at": total, "processed": 0})
 
     init_ray(cfg)
-    t_start = time.monotonic()
+    t_init = time.monotonic()
     packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta)
     start = ray.get(packer.progress.remote())["next_ordinal"]
     tokenizers = [
@@ -199,10 +199,12 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     next_commit = start
     highest_dispatched = start - 1
     exhausted = False
-    processed = retried = 0
+    processed = retried = bytes_read = 0
     rr = itertools.cycle(tokenizers)
     progress = Progress(total=total, start=start, mode=progress_mode or cfg.run.progress)
-    last = ray.get(packer.progress.remote())
+    t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
+    max_workers = len(pool.ready)
+    last = first = ray.get(packer.progress.remote())
 
     def reorder_limit() -> int:
         return cfg.ray.reorder_buffer or 4 * max(1, len(pool.ready))
@@ -247,6 +249,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                     summary = ray.get(ref)
                     finished[task.ordinal] = (task, summary, docs_ref)
                     processed += 1
+                    bytes_read += summary["bytes_read"]
                 except (RayTaskError, *ACTOR_LOST) as e:
                     task.error = _error_text(e)
                     if isinstance(e, ACTOR_LOST):
@@ -273,6 +276,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
             while commits and (len(commits) > 8 or _is_ready(commits[0])):
                 last = ray.get(commits.popleft())
             progress.update(last, inflight=len(inflight), workers=len(pool.ready), buffered=len(finished))
+            max_workers = max(max_workers, len(pool.ready))
         while commits:
             last = ray.get(commits.popleft())
         last = ray.get(packer.finish.remote())
@@ -287,10 +291,14 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
             ray.kill(actor)  # on a shared cluster, free the CPUs now rather than at driver exit
     return build_summary(cfg, ledger.load(), total, run_stats={
         "resumed_at": start,
+        "docs": last["docs"] - first["docs"],
+        "tokens": last["tokens"] - first["tokens"],
+        "bytes_read": bytes_read,
         "processed": processed,
         "retried": retried,
         "wall_seconds": round(time.monotonic() - t_start, 3),
-        "workers": len(pool.ready),
+        "startup_seconds": round(t_start - t_init, 3),
+        "workers": max_workers,
     })
 
 

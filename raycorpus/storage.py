@@ -594,6 +594,33 @@ class Storage:
             return sorted(f"s3://{bucket}/{k}" for k in keys if not k.endswith("/"))
         raise StorageError(f"list {_redact(prefix_url)}: http(s) storage cannot be listed")
 
+    def remove_partial_writes(self, prefix_url: str) -> int:
+        """Remove what interrupted atomic writes left under a prefix: local ``.tmp-*`` files,
+        unfinished S3 multipart uploads. Only for prefixes this process alone writes to."""
+        kind = self._kind(prefix_url)
+        removed = 0
+        if kind == "local":
+            for dirpath, _dirs, files in os.walk(_local_path(prefix_url)):
+                for name in files:
+                    if name.startswith(".tmp-"):
+                        os.unlink(os.path.join(dirpath, name))
+                        removed += 1
+        elif kind == "s3":
+            bucket, key = _split_s3(prefix_url)
+            prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+
+            def abort_all() -> int:
+                n = 0
+                pages = self._s3().get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix)
+                for page in pages:
+                    for up in page.get("Uploads", []):
+                        self._s3().abort_multipart_upload(Bucket=bucket, Key=up["Key"], UploadId=up["UploadId"])
+                        n += 1
+                return n
+
+            removed = self._s3_call("abort multipart uploads", prefix_url, abort_all)
+        return removed
+
     def delete(self, url: str) -> None:
         """Delete the object/file; a missing one is fine."""
         kind = self._kind(url)

@@ -83,7 +83,8 @@ def test_unreadable_warcs_are_retried_then_listed_as_failed(crawl, tmp_path, ray
         assert "FAILED" in r.stdout and "garbage.warc.gz" in r.stdout
 
 
-def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path):
+@pytest.mark.parametrize("kill_at_checkpoint", [1, 5])
+def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_checkpoint):
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
@@ -97,7 +98,7 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path):
     ledger = Ledger(Storage(), str(out))
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
+        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= kill_at_checkpoint:
             break
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)

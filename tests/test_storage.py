@@ -616,3 +616,23 @@ def test_http_manifest_relative_to_manifest_url(www: Path) -> None:
     with LocalHTTPServer(www, fail_first_n=1) as server:
         got = list(iter_manifest(server.url + "crawl/warc.paths.gz", None, fast_storage()))
         assert got == [f"{server.url}crawl/{r}" for r in RELS]
+
+
+def test_remove_partial_writes_local(tmp_path: Path) -> None:
+    st = Storage()
+    st.write_atomic(str(tmp_path / "a" / "keep.bin"), b"x")
+    (tmp_path / "a" / ".tmp-keep.bin.123").write_bytes(b"half")
+    (tmp_path / "a" / "b").mkdir()
+    (tmp_path / "a" / "b" / ".tmp-x.1").write_bytes(b"half")
+    assert st.remove_partial_writes(str(tmp_path / "a")) == 2
+    assert sorted(p.name for p in (tmp_path / "a").rglob("*") if p.is_file()) == ["keep.bin"]
+
+
+def test_remove_partial_writes_s3(seaweed: SeaweedS3, s3st: Storage) -> None:
+    client = seaweed.client()
+    up = client.create_multipart_upload(Bucket=BUCKET, Key="partial/shard.bin")
+    client.upload_part(Bucket=BUCKET, Key="partial/shard.bin", UploadId=up["UploadId"], PartNumber=1,
+                       Body=b"x" * (5 * MiB))
+    assert s3st.remove_partial_writes(f"s3://{BUCKET}/partial") == 1
+    assert not client.list_multipart_uploads(Bucket=BUCKET, Prefix="partial/").get("Uploads")
+    assert not s3st.exists(f"s3://{BUCKET}/partial/shard.bin")

@@ -12,25 +12,16 @@ import re
 import time
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
 
-from raycorpus.config import Config, ExtractConfig
+from raycorpus.config import Config
+from raycorpus.document import Document
+from raycorpus.extract import Extractor
 from raycorpus.storage import Storage
-from raycorpus.warc import HtmlRecord, iter_html_records
-
-
-@dataclass(slots=True)
-class Document:
-    text: str
-    url: str
-    record_id: str
-    date: str
-    metadata: dict[str, object] = field(default_factory=dict)
+from raycorpus.warc import iter_html_records
 
 
 @dataclass(slots=True)
@@ -62,36 +53,6 @@ class DocumentStep(Protocol):
     name: str
 
     def __call__(self, doc: Document) -> str | None: ...
-
-
-class Extractor:
-    """resiliparse main-content extraction with the options from config."""
-
-    name = "extract"
-
-    def __init__(self, cfg: ExtractConfig):
-        self.min_chars = cfg.min_chars
-        self.options = dict(
-            main_content=cfg.main_content,
-            alt_texts=cfg.alt_texts,
-            links=cfg.links,
-            list_bullets=cfg.list_bullets,
-            form_fields=cfg.form_fields,
-            noscript=cfg.noscript,
-            comments=cfg.comments,
-        )
-
-    def __call__(self, rec: HtmlRecord) -> tuple[str | None, str | None]:
-        """Return (text, None) or (None, drop reason)."""
-        try:
-            tree = HTMLTree.parse(rec.html)
-            text = extract_plain_text(tree, preserve_formatting=True, **self.options)
-        except Exception as e:  # a page that breaks the parser is one dropped document
-            return None, f"error:{type(e).__name__}"
-        text = text.strip()
-        if len(text) < self.min_chars:
-            return None, "empty"
-        return text, None
 
 
 _WS = re.compile(r"\s+")

@@ -8,7 +8,8 @@ import ray
 
 from raycorpus.commit import CorpusWriter
 from raycorpus.config import Config, TokenizerConfig
-from raycorpus.pipeline import Document, WarcProcessor
+from raycorpus.document import Document
+from raycorpus.pipeline import WarcProcessor
 from raycorpus.storage import Storage
 
 

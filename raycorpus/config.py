@@ -14,6 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from raycorpus.extract import ExtractConfig
+from raycorpus.filters.settings import FiltersConfig
 from raycorpus.storage import StorageConfig, is_remote, join_url
 
 
@@ -45,17 +47,6 @@ class WarcConfig(_Model):
     max_record_bytes: int = Field(8 * 2**20, ge=1024, description="skip HTTP payloads larger than this")
     max_attempts: int = Field(3, ge=1, description="tries per WARC before it is listed as failed")
     retry_backoff_seconds: float = Field(2.0, ge=0)
-
-
-class ExtractConfig(_Model):
-    main_content: bool = True
-    alt_texts: bool = False
-    links: bool = False
-    list_bullets: bool = True
-    form_fields: bool = False
-    noscript: bool = False
-    comments: bool = True
-    min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
 
 
 class TrainTokenizerConfig(_Model):
@@ -114,6 +105,7 @@ class Config(_Model):
     tokenizer: TokenizerConfig
     warc: WarcConfig = WarcConfig()
     extract: ExtractConfig = ExtractConfig()
+    filters: FiltersConfig = FiltersConfig()
     storage: StorageConfig = StorageConfig()
     ray: RayConfig = RayConfig()
     run: RunConfig = RunConfig()

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from raycorpus.config import ExtractConfig
 from raycorpus.warc import HtmlRecord
+
+
+class ExtractConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    main_content: bool = True
+    alt_texts: bool = False
+    links: bool = False
+    list_bullets: bool = True
+    form_fields: bool = False
+    noscript: bool = False
+    comments: bool = True
+    min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
 
 
 class Extractor:

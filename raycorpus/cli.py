@@ -128,6 +128,27 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import itertools
+
+    from raycorpus.bench import bench_chain, format_bench
+    from raycorpus.manifest import iter_manifest
+    from raycorpus.prepare import prepare_tokenizer
+    from raycorpus.storage import Storage
+
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    prepare_tokenizer(cfg)
+    warcs = args.warc or list(itertools.islice(
+        iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
+    result = bench_chain(cfg, warcs, repeats=args.repeats)
+    print(json.dumps(result, indent=1) if args.json else format_bench(result))
+    return EXIT_OK
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from raycorpus.storage import NotFound, Storage, join_url
     from raycorpus.summary import format_summary
@@ -175,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--vocab-size", type=int, default=32768)
     t.add_argument("--sample-docs", type=int, default=20000)
     t.set_defaults(func=cmd_train_tokenizer)
+
+    b = sub.add_parser("bench", help="per-stage cost of the document chain on one core, in-process")
+    b.add_argument("config")
+    b.add_argument("warc", nargs="*", help="WARC files or urls (default: the first --warcs of the manifest)")
+    b.add_argument("--warcs", type=int, default=2)
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("summary", help="print the summary of a finished or partial output")
     s.add_argument("output")

@@ -40,6 +40,9 @@ class InputConfig(_Model):
 class OutputConfig(_Model):
     path: str = Field(description="output folder or s3:// prefix")
     shard_size_tokens: int = Field(100_000_000, ge=1, description="close a shard once it holds this many tokens")
+    documents: bool = Field(
+        False, description="also write kept documents (text, url, record id, metadata) as documents/*.jsonl.zst"
+    )
 
 
 class WarcConfig(_Model):

@@ -13,13 +13,14 @@ import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from raycorpus.config import Config
+from raycorpus.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.document import Document
 from raycorpus.extract import Extractor
+from raycorpus.filters import Chain
 from raycorpus.storage import Storage
 from raycorpus.warc import iter_html_records
 
@@ -47,14 +48,6 @@ class WarcResult:
         }
 
 
-class DocumentStep(Protocol):
-    """A stage of the chain: return None to keep the document, or a drop reason."""
-
-    name: str
-
-    def __call__(self, doc: Document) -> str | None: ...
-
-
 _WS = re.compile(r"\s+")
 _PUNCT_DIGITS = re.compile(r"[\W\d_]+", re.UNICODE)
 
@@ -75,39 +68,52 @@ def content_hash(text: str) -> int:
 class WarcProcessor:
     """Builds the document chain once; ``process`` runs it over one WARC."""
 
-    def __init__(self, cfg: Config, steps: list[DocumentStep] | None = None):
+    def __init__(self, cfg: Config, with_filters: bool = True):
         self.cfg = cfg
         self.storage = Storage(cfg.storage)
         self.extractor = Extractor(cfg.extract)
-        self.steps: list[DocumentStep] = steps or []
+        self.chain = Chain(cfg.filters) if with_filters else None
+        self.exclusions = cfg.filters.exclusions
 
     def process(self, ordinal: int, url: str) -> WarcResult:
         t0 = time.perf_counter()
         counts: Counter = Counter()
         docs: list[Document] = []
         hashes: list[int] = []
+        excluded: list[dict] = []
+        clock = time.perf_counter_ns
         with self.storage.open_read(url) as stream:
-            for rec in iter_html_records(
-                stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode
-            ):
+            records = iter_html_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
+            while True:
+                t = clock()
+                rec = next(records, None)
+                counts["ns:read"] += clock() - t
+                if rec is None:
+                    break
                 counts["html"] += 1
+                if self.chain and (reason := self.chain.check_url(rec.url, counts)):
+                    self._exclude(excluded, rec.url, rec.record_id, None, reason)
+                    continue
+                t = clock()
                 text, reason = self.extractor(rec)
+                counts["ns:extract"] += clock() - t
                 if text is None:
                     counts[f"drop:extract:{reason}"] += 1
+                    self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
                     continue
-                doc = Document(
-                    text=text,
-                    url=rec.url,
-                    record_id=rec.record_id,
-                    date=rec.date,
-                    metadata={"charset": rec.charset},
-                )
-                if self._drop_reason(doc, counts):
+                doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
+                               metadata={"charset": rec.charset})
+                if self.chain and (reason := self.chain(doc, counts)):
+                    self._exclude(excluded, doc.url, doc.record_id, doc, reason)
                     continue
+                t = clock()
+                hashes.append(content_hash(doc.text))
+                counts["ns:hash"] += clock() - t
                 counts["kept"] += 1
                 docs.append(doc)
-                hashes.append(content_hash(text))
-            bytes_read = getattr(stream, "tell", lambda: 0)()
+            bytes_read = stream.tell()
+        if self.exclusions.enabled and excluded:
+            self._write_exclusions(ordinal, excluded)
         return WarcResult(
             ordinal=ordinal,
             url=url,
@@ -118,13 +124,18 @@ class WarcProcessor:
             seconds=time.perf_counter() - t0,
         )
 
-    def _drop_reason(self, doc: Document, counts: Counter) -> str | None:
-        for step in self.steps:
-            try:
-                reason = step(doc)
-            except Exception as e:  # a stage that raises drops the document, never the WARC
-                reason = f"error:{type(e).__name__}"
-            if reason:
-                counts[f"drop:{step.name}:{reason}"] += 1
-                return reason
-        return None
+    def _exclude(self, out: list[dict], url: str, record_id: str, doc: Document | None, reason: str) -> None:
+        """Keep a sampled record of a dropped document (sampling is by record id: deterministic)."""
+        if not self.exclusions.enabled:
+            return
+        h = hashlib.blake2b(record_id.encode(), digest_size=8).digest()
+        if int.from_bytes(h, "little") / 2**64 >= self.exclusions.sample_rate:
+            return
+        row: dict = {"url": url, "record_id": record_id, "reason": reason}
+        if doc is not None:
+            row["text"] = doc.text
+            row["metadata"] = doc.metadata
+        out.append(row)
+
+    def _write_exclusions(self, ordinal: int, rows: list[dict]) -> None:
+        write_jsonl_zst(self.storage, self.cfg.output.path, EXCLUSIONS_DIR, ordinal, rows)

@@ -10,6 +10,8 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
     t = state.totals
     drops = {k.removeprefix("drop:"): v for k, v in sorted(t.items()) if k.startswith("drop:")}
     skips = {k.removeprefix("skip:"): v for k, v in sorted(t.items()) if k.startswith("skip:")}
+    tagged = {k.removeprefix("tag:"): v for k, v in sorted(t.items()) if k.startswith("tag:")}
+    stage_seconds = {k.removeprefix("ns:"): round(v / 1e9, 3) for k, v in sorted(t.items()) if k.startswith("ns:")}
     wall = run_stats.get("wall_seconds") or 0.0
     summary = {
         "output": cfg.output.path,
@@ -26,7 +28,8 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
             "html_200": t.get("html", 0),
             "skipped": skips,
         },
-        "docs": {"in": t.get("html", 0), "kept": t.get("kept", 0), "dropped": drops},
+        "docs": {"in": t.get("html", 0), "kept": t.get("kept", 0), "dropped": drops, "tagged": tagged},
+        "stage_seconds": stage_seconds,  # worker CPU time per stage, summed over committed WARCs
         "charset_sources": {k.removeprefix("charset:"): v for k, v in sorted(t.items())
                             if k.startswith("charset:")},
         "tokens": state.packer.tokens,
@@ -55,6 +58,12 @@ def format_summary(s: dict) -> str:
     lines.append(f"documents     {d['in']:,} in, {d['kept']:,} kept")
     for reason, n in d["dropped"].items():
         lines.append(f"  dropped     {n:>10,}  {reason}")
+    for reason, n in d.get("tagged", {}).items():
+        lines.append(f"  tagged      {n:>10,}  {reason} (kept: tag mode)")
+    docs_in = max(1, d["in"])
+    costs = ", ".join(f"{k} {v * 1000 / docs_in:.2f}" for k, v in s.get("stage_seconds", {}).items())
+    if costs:
+        lines.append(f"stage cost    ms per input document: {costs}")
     lines.append(f"tokens        {s['tokens']:,} in {s['shards']:,} shards")
     run = s["this_run"]
     if "docs_per_second" in run:

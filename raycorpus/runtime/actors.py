@@ -7,7 +7,8 @@ import os
 import ray
 
 from raycorpus.commit import CorpusWriter
-from raycorpus.config import Config, TokenizerConfig
+from raycorpus.config import Config
+from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst
 from raycorpus.document import Document
 from raycorpus.pipeline import WarcProcessor
 from raycorpus.storage import Storage
@@ -33,14 +34,21 @@ class WarcWorker:
 
 @ray.remote
 class TokenizerActor:
-    def __init__(self, cfg: TokenizerConfig):
+    """Encodes a committed WARC's documents (and writes its documents file, if asked)."""
+
+    def __init__(self, cfg: Config):
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per actor; Ray schedules the rest
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from raycorpus.tokenize import TokenEncoder
 
-        self.encoder = TokenEncoder(cfg)
+        self.encoder = TokenEncoder(cfg.tokenizer)
+        self.storage = Storage(cfg.storage)
+        self.out_url = cfg.output.path
+        self.write_documents = cfg.output.documents
 
-    def encode(self, docs: list[Document]):
+    def encode(self, ordinal: int, warc: str, docs: list[Document]):
+        if self.write_documents:  # durable before the packer's checkpoint names this WARC
+            write_jsonl_zst(self.storage, self.out_url, DOCUMENTS_DIR, ordinal, [doc_row(d, warc) for d in docs])
         return self.encoder.encode([d.text for d in docs])
 
 

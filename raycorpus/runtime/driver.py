@@ -184,7 +184,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta)
     start = ray.get(packer.progress.remote())["next_ordinal"]
     tokenizers = [
-        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg.tokenizer)
+        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg)
         for _ in range(cfg.ray.tokenizers)
     ]
     pool = WorkerPool(cfg)
@@ -270,7 +270,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                 if summary is None:
                     commits.append(packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
                 else:
-                    encoded = next(rr).encode.remote(docs_ref)
+                    encoded = next(rr).encode.remote(task.ordinal, task.warc, docs_ref)
                     commits.append(packer.commit.remote(task.ordinal, task.warc, summary, encoded, task.attempts))
                 next_commit += 1
             while commits and (len(commits) > 8 or _is_ready(commits[0])):

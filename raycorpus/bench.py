@@ -1,0 +1,81 @@
+"""In-process benchmark of the document chain: per-stage cost on one core and the bare bound.
+
+Runs the same ``WarcProcessor`` the workers run over the given WARCs (several repeats after a
+warm-up, medians reported), then tokenizes and packs the kept documents, and reports each
+stage's cost per input document and the documents/s/core the pipeline could reach with zero
+orchestration overhead (the *bare bound*).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections import Counter
+
+from raycorpus.config import Config
+from raycorpus.pipeline import WarcProcessor
+from raycorpus.shards import ShardPacker
+from raycorpus.storage import Storage
+from raycorpus.tokenize import TokenEncoder
+
+
+def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
+    proc = WarcProcessor(cfg)
+    encoder = TokenEncoder(cfg.tokenizer)
+    runs: list[dict[str, float]] = []
+    counts: Counter = Counter()
+    for r in range(repeats + 1):  # the first pass is a warm-up
+        stage_ns: Counter = Counter()
+        counts = Counter()
+        docs = []
+        t0 = time.perf_counter()
+        for i, url in enumerate(warcs):
+            res = proc.process(i, url)
+            counts.update(res.counts)
+            docs.extend(res.docs)
+        wall = time.perf_counter() - t0
+        stage_ns.update({k.removeprefix("ns:"): v for k, v in counts.items() if k.startswith("ns:")})
+        t = time.perf_counter_ns()
+        tokens, lengths = encoder.encode([d.text for d in docs])
+        stage_ns["tokenize"] = time.perf_counter_ns() - t
+        with tempfile.TemporaryDirectory() as out:
+            packer = ShardPacker(Storage(), out, cfg.output.shard_size_tokens, encoder.meta())
+            t = time.perf_counter_ns()
+            packer.add(0, "bench", tokens, lengths)
+            packer.finish()
+            stage_ns["pack"] = time.perf_counter_ns() - t
+        stage_ns["chain_wall"] = int(wall * 1e9)
+        if r:
+            runs.append({k: float(v) for k, v in stage_ns.items()})
+    docs_in = max(1, counts["html"])
+    median_ns = {k: statistics.median(run.get(k, 0.0) for run in runs) for k in runs[0]}
+    per_doc_ms = {k: v / docs_in / 1e6 for k, v in median_ns.items() if k != "chain_wall"}
+    total_ms = sum(per_doc_ms.values())
+    return {
+        "warcs": len(warcs),
+        "repeats": repeats,
+        "records": counts["records"],
+        "docs_in": counts["html"],
+        "docs_kept": counts["kept"],
+        "tokens": int(len(tokens)),
+        "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},
+        "ms_per_doc_total": round(total_ms, 4),
+        "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,
+        "chain_wall_seconds": round(median_ns["chain_wall"] / 1e9, 3),
+        "drops": {k.removeprefix("drop:"): v for k, v in sorted(counts.items()) if k.startswith("drop:")},
+    }
+
+
+def format_bench(b: dict) -> str:
+    lines = [
+        f"input: {b['warcs']} WARCs, {b['records']:,} records, {b['docs_in']:,} HTML docs in, "
+        f"{b['docs_kept']:,} kept, {b['tokens']:,} tokens (median of {b['repeats']} runs after a warm-up)",
+        f"{'stage':<22}{'ms/doc':>10}{'share':>8}",
+    ]
+    total = b["ms_per_doc_total"] or 1
+    for k, v in b["ms_per_doc"].items():
+        lines.append(f"{k:<22}{v:>10.3f}{v / total:>8.1%}")
+    lines.append(f"{'total':<22}{b['ms_per_doc_total']:>10.3f}")
+    lines.append(f"bare bound: {b['bare_bound_docs_per_second_per_core']:,} documents/s/core")
+    return "\n".join(lines)

@@ -58,7 +58,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         "records": counts["records"],
         "docs_in": counts["html"],
         "docs_kept": counts["kept"],
-        "tokens": int(len(tokens)),
+        "tokens": len(tokens),
         "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},
         "ms_per_doc_total": round(total_ms, 4),
         "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,

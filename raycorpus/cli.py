@@ -149,6 +149,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from raycorpus.storage import Storage, StorageConfig
+    from raycorpus.verify import format_checks, verify_output
+
+    storage = Storage(StorageConfig(s3_endpoint_url=args.s3_endpoint_url) if args.s3_endpoint_url else None)
+    checks = verify_output(storage, args.output)
+    print(format_checks(checks))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from raycorpus.storage import NotFound, Storage, join_url
     from raycorpus.summary import format_summary
@@ -204,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
+
+    v = sub.add_parser("verify", help="re-read an output and check it against its ledger")
+    v.add_argument("output")
+    v.add_argument("--s3-endpoint-url")
+    v.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("summary", help="print the summary of a finished or partial output")
     s.add_argument("output")

@@ -16,6 +16,7 @@ import pytest
 
 from raycorpus.ledger import Ledger
 from raycorpus.storage import Storage
+from raycorpus.verify import format_checks, verify_output
 
 from .corpus import make_config, make_crawl, make_tokenizer, run, shard_digests
 
@@ -45,6 +46,8 @@ def test_reference_build_is_complete_and_plausible(reference, crawl):
     assert json.loads((out / "shards" / "shard-000000.json").read_text())["sources"][0]["ordinal"] == 0
     state = Ledger(Storage(), str(out)).load()
     assert state.packer.docs == s["docs"]["kept"]  # the summary is the ledger's numbers
+    checks = verify_output(Storage(), str(out))
+    assert all(c.ok for c in checks), format_checks(checks)
 
 
 def test_same_bytes_whatever_the_worker_count_and_buffer(reference, crawl, tmp_path):
@@ -114,6 +117,9 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
     assert s["docs"] == ref_summary["docs"] and s["tokens"] == ref_summary["tokens"]
     entries = list(ledger.iter_entries())
     assert [e["ordinal"] for e in entries] == list(range(8))  # each WARC exactly once
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(out)], capture_output=True, text=True,
+                       check=False)
+    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout
 
 
 def test_resume_refuses_a_different_config(reference, crawl, tmp_path):

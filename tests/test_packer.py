@@ -20,6 +20,7 @@ def warcs(n=12, seed=0):
     for _ in range(n):
         lengths = rng.integers(1, 60, size=int(rng.integers(0, 9))).astype(np.uint64)
         tokens = rng.integers(1, 1000, size=int(lengths.sum())).astype("<u2")
+        tokens[np.cumsum(lengths).astype(np.int64) - 1] = META["eos_id"]  # every document ends with EOS
         out.append((tokens, lengths))
     return out
 
@@ -108,3 +109,20 @@ def test_out_of_order_commit_is_refused(tmp_path):
     w = CorpusWriter(Storage(), str(tmp_path), 100, META, 0)
     with pytest.raises(LedgerError, match="out of order"):
         w.commit(1, "w1", summary(1), *warcs()[1])
+
+
+def test_verify_passes_and_catches_damage(tmp_path):
+    from raycorpus.verify import verify_output
+
+    build(tmp_path, warcs())
+    import json
+
+    Ledger(Storage(), str(tmp_path)).write_run({"token_meta": META})
+    assert all(c.ok for c in verify_output(Storage(), str(tmp_path)))
+    p = tmp_path / "shards" / "shard-000001.tokens"
+    data = bytearray(p.read_bytes())
+    data[0] ^= 1
+    p.write_bytes(bytes(data))
+    bad = {c.name: c for c in verify_output(Storage(), str(tmp_path)) if not c.ok}
+    assert "tokens checksum" in bad["shards"].detail
+    assert json.loads((tmp_path / "shards" / "shard-000001.json").read_text())["docs"] > 0

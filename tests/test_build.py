@@ -168,3 +168,28 @@ def test_http_input_with_flaky_server(reference, crawl):
     assert s["warcs"]["committed"] == 8 and s["docs"] == ref_summary["docs"]
     assert shard_digests(reference[0].parent / "http-out") == shard_digests(ref_out)
     assert all(gets[f"/{p.name}"] >= 2 for p in c.warc_paths)  # every WARC needed a retry or a ranged re-read
+
+
+def test_tag_mode_keeps_everything_with_signals_in_the_documents_files(reference, crawl, tmp_path):
+    from raycorpus.docfiles import read_jsonl_zst
+
+    c, tok = crawl
+    _, ref_summary = reference
+    out = tmp_path / "tagged"
+    s = run(make_config(str(c.manifest_path), str(out), tok, output={"documents": True}, filters={"mode": "tag"},
+                        ray={"workers": 2}))
+    in_docs = ref_summary["docs"]["in"]
+    dropped_by_extract = sum(v for k, v in ref_summary["docs"]["dropped"].items() if k.startswith("extract:"))
+    assert s["docs"]["kept"] == in_docs - dropped_by_extract > ref_summary["docs"]["kept"]
+    assert not any(k.startswith(("lang", "gopher")) for k in s["docs"]["dropped"])
+    st = Storage()
+    rows = [r for u in st.list(str(out / "documents")) for r in read_jsonl_zst(st, u)]
+    assert len(rows) == s["docs"]["kept"]
+    # every document the filter-mode run dropped has at least one would-drop reason here
+    filtered_out = in_docs - dropped_by_extract - ref_summary["docs"]["kept"]
+    assert filtered_out > 0 and sum(s["docs"]["tagged"].values()) >= filtered_out
+    assert sum(1 for r in rows if r["metadata"]["would_drop"]) == filtered_out
+    assert all("lang" in r["metadata"] and "would_drop" in r["metadata"] and r["warc"] for r in rows)
+    assert any("gopher_quality.mean_word_length" in r["metadata"] for r in rows)
+    checks = verify_output(st, str(out))
+    assert all(c.ok for c in checks), format_checks(checks)

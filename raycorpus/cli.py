@@ -159,6 +159,34 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from raycorpus import evaluate
+    from raycorpus.filters import langid
+    from raycorpus.filters.resources import fasttext_predict, load_fasttext
+
+    cfg = load_config(args.config).extract if args.config else None
+    results: dict = {}
+    if Path(args.extraction).is_dir():
+        results.update(evaluate.evaluate_extraction(args.extraction, cfg, repeats=args.repeats,
+                                                    trafilatura=args.trafilatura))
+    else:
+        _err(f"no extraction test sets at {args.extraction} (--extraction DIR); skipping extraction")
+    if Path(args.langid).is_file():
+        bare_model = load_fasttext(langid.DEFAULT_MODEL)
+
+        def bare(texts):  # fastText as it comes: one line per text, top label
+            return [(fasttext_predict(bare_model, t.replace("\n", " "))[0]) for t in texts]
+
+        results["langid/shipped"] = evaluate.eval_langid(args.langid, langid.predict)
+        results["langid/bare-fasttext"] = evaluate.eval_langid(args.langid, bare)
+    else:
+        _err(f"no language ID test set at {args.langid} (--langid FILE); skipping language ID")
+    if not results:
+        return EXIT_USAGE
+    print(json.dumps(results, indent=1) if args.json else evaluate.format_eval(results))
+    return EXIT_OK
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from raycorpus.storage import NotFound, Storage, join_url
     from raycorpus.summary import format_summary
@@ -219,6 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("output")
     v.add_argument("--s3-endpoint-url")
     v.set_defaults(func=cmd_verify)
+
+    e = sub.add_parser("eval", help="extraction F1 and language-ID accuracy on labelled test sets")
+    e.add_argument("--extraction", default="../shared/data/extraction",
+                   help="folder holding trafilatura-eval/ and readability/")
+    e.add_argument("--langid", default="../shared/data/langid/sample_20_per_lang.jsonl")
+    e.add_argument("--config", help="evaluate this config's extract options (default: the shipped ones)")
+    e.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
+    e.add_argument("--trafilatura", action="store_true", help="also run trafilatura (must be installed)")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("summary", help="print the summary of a finished or partial output")
     s.add_argument("output")

@@ -49,3 +49,17 @@ def test_run_without_the_sample_explains(tmp_path):
     r = cli("run", str(cfg))
     assert r.returncode == 2 and "nowhere/warc.paths" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_eval_prints_extraction_and_langid_tables():
+    from .conftest import SHARED, need_shared
+
+    need_shared(SHARED / "data" / "extraction" / "trafilatura-eval")
+    r = cli("eval", "--repeats", "1", "--extraction", str(SHARED / "data" / "extraction"),
+            "--langid", str(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {tuple(line.split()[:2]): line.split() for line in r.stdout.splitlines() if line.split()}
+    shipped, bare = rows[("trafilatura-eval", "shipped")], rows[("trafilatura-eval", "resiliparse")]
+    assert float(shipped[4]) >= float(bare[4])  # F1 column: the shipped stage never scores below bare resiliparse
+    lang = [line for line in r.stdout.splitlines() if line.startswith("langid")]
+    assert len(lang) == 2 and lang[0].split("accuracy")[1].split()[0] == lang[1].split("accuracy")[1].split()[0]

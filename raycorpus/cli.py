@@ -69,11 +69,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    try:
-        cfg = load_config(args.config, overrides=_overrides(args))
-    except ConfigError as e:
-        _err(str(e))
-        return EXIT_USAGE
+    cfg = load_config(args.config, overrides=_overrides(args))
     return build(cfg, progress=args.progress)
 
 
@@ -114,11 +110,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     from raycorpus.prepare import train_tokenizer_from_input
 
-    try:
-        cfg = load_config(args.config)
-    except ConfigError as e:
-        _err(str(e))
-        return EXIT_USAGE
+    cfg = load_config(args.config)
     out = args.out or cfg.tokenizer.path
     if not out:
         _err("give --out or set tokenizer.path in the config")
@@ -136,11 +128,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from raycorpus.prepare import prepare_tokenizer
     from raycorpus.storage import Storage
 
-    try:
-        cfg = load_config(args.config)
-    except ConfigError as e:
-        _err(str(e))
-        return EXIT_USAGE
+    cfg = load_config(args.config)
     prepare_tokenizer(cfg)
     warcs = args.warc or list(itertools.islice(
         iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
@@ -264,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(func=cmd_summary)
 
     args = p.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ConfigError as e:  # a bad config exits 2 naming the field, before anything starts
+        _err(str(e))
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -14,25 +14,18 @@ quotes, the ellipsis character and CJK full stops also count as end punctuation.
 
 from __future__ import annotations
 
-from raycorpus.document import Document
-from raycorpus.filters.base import FilterResult, TextView
-from raycorpus.filters.gopher import Rules, evaluate, line_duplicates
+from raycorpus.filters.base import TextView
+from raycorpus.filters.gopher import RuleFilter, Rules, line_duplicates
 from raycorpus.filters.settings import FineWebQualityConfig
 
 END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\uff01", "\uff1f")
 
 
-class FineWebQualityFilter:
+class FineWebQualityFilter(RuleFilter):
     """Drops list-like documents: few punctuated lines, many short or repeated lines."""
 
     name = "fineweb"
-
-    def __init__(self, cfg: FineWebQualityConfig, all_signals: bool = False):
-        self.cfg = cfg
-        self.all_signals = all_signals
-
-    def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        return evaluate(self.name, self._rules(view), self.all_signals)
+    cfg: FineWebQualityConfig
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg

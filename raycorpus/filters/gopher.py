@@ -55,6 +55,22 @@ def evaluate(name: str, rules: Rules, all_signals: bool) -> FilterResult:
     return FilterResult(reason=reason, signals=signals)
 
 
+class RuleFilter:
+    """A filter made of lazy rules (``_rules`` yields (signal, value, failed reason or None))."""
+
+    name = ""
+
+    def __init__(self, cfg, all_signals: bool = False):
+        self.cfg = cfg
+        self.all_signals = all_signals
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        return evaluate(self.name, self._rules(view), self.all_signals)
+
+    def _rules(self, view: TextView) -> Rules:
+        raise NotImplementedError
+
+
 def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:
     """``compute(view)``, computed once per view (so once per document for all filters)."""
     try:
@@ -129,17 +145,11 @@ def ngram_fractions(
         yield n, top, dup
 
 
-class GopherRepetitionFilter:
+class GopherRepetitionFilter(RuleFilter):
     """Drops documents made of repeated lines, paragraphs or n-grams."""
 
     name = "gopher_repetition"
-
-    def __init__(self, cfg: GopherRepetitionConfig, all_signals: bool = False):
-        self.cfg = cfg
-        self.all_signals = all_signals
-
-    def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        return evaluate(self.name, self._rules(view), self.all_signals)
+    cfg: GopherRepetitionConfig
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg
@@ -167,19 +177,15 @@ def _dup_rules(kind: str, value: float, limit: float) -> Rules:
     yield f"dup_{kind}_frac", value, f"dup_{kind}_frac" if value > limit else None
 
 
-class GopherQualityFilter:
+class GopherQualityFilter(RuleFilter):
     """Drops documents whose words, symbols and lines do not look like prose."""
 
     name = "gopher_quality"
 
     def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
-        self.cfg = cfg
-        self.all_signals = all_signals
+        super().__init__(cfg, all_signals)
         # matching case variants is 3x faster than lowercasing every word
         self.stop_words = frozenset(v for w in cfg.stop_words for v in (w, w.lower(), w.capitalize(), w.upper()))
-
-    def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        return evaluate(self.name, self._rules(view), self.all_signals)
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from raycorpus.dedup.settings import DedupConfig
 from raycorpus.extract import ExtractConfig
 from raycorpus.filters.settings import FiltersConfig
 from raycorpus.storage import StorageConfig, is_remote, join_url
@@ -109,6 +110,7 @@ class Config(_Model):
     warc: WarcConfig = WarcConfig()
     extract: ExtractConfig = ExtractConfig()
     filters: FiltersConfig = FiltersConfig()
+    dedup: DedupConfig = DedupConfig()
     storage: StorageConfig = StorageConfig()
     ray: RayConfig = RayConfig()
     run: RunConfig = RunConfig()
@@ -121,6 +123,7 @@ class Config(_Model):
         d["input"].pop("limit")
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
+        d["dedup"].pop("shards")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

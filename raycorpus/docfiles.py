@@ -18,12 +18,13 @@ def doc_row(doc: Document, warc: str | None = None) -> dict:
     return row
 
 
-def write_jsonl_zst(storage: Storage, out_url: str, folder: str, ordinal: int, rows: list[dict]) -> str:
-    """Write ``folder/{ordinal:09d}.jsonl.zst`` atomically (a retried WARC rewrites the same bytes)."""
+def write_jsonl_zst(storage: Storage, out_url: str, folder: str, ordinal: int, rows: list[dict],
+                    prefix: str = "") -> str:
+    """Write ``folder/{prefix}{ordinal:09d}.jsonl.zst`` atomically (a retried WARC rewrites the same bytes)."""
     import zstandard
 
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    url = join_url(join_url(out_url, folder), f"{ordinal:09d}.jsonl.zst")
+    url = join_url(join_url(out_url, folder), f"{prefix}{ordinal:09d}.jsonl.zst")
     storage.write_atomic(url, zstandard.ZstdCompressor(level=3).compress(body.encode("utf-8", "replace")))
     return url
 

@@ -8,15 +8,14 @@ a reason (``stage:reason``), so every drop is counted.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from raycorpus.config import Config
+from raycorpus.dedup.minhash import MinHasher, normalize
 from raycorpus.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.document import Document
 from raycorpus.extract import Extractor
@@ -33,6 +32,7 @@ class WarcResult:
     url: str
     docs: list[Document]
     content_hashes: np.ndarray  # uint64, one per doc: normalised-text hash for exact dedup
+    signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash (low 32 bits), if near dedup is on
     counts: Counter  # stage counters and drop reasons
     bytes_read: int
     seconds: float
@@ -48,20 +48,9 @@ class WarcResult:
         }
 
 
-_WS = re.compile(r"\s+")
-_PUNCT_DIGITS = re.compile(r"[\W\d_]+", re.UNICODE)
-
-
-def normalize_for_hash(text: str) -> str:
-    """Lowercase, NFKC, punctuation and digits folded, whitespace collapsed."""
-    t = unicodedata.normalize("NFKC", text).lower()
-    t = _PUNCT_DIGITS.sub(" ", t)
-    return _WS.sub(" ", t).strip()
-
-
 def content_hash(text: str) -> int:
     """64-bit hash of the normalised text (stable across processes and machines)."""
-    digest = hashlib.blake2b(normalize_for_hash(text).encode("utf-8", "surrogatepass"), digest_size=8)
+    digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "little")
 
 
@@ -74,12 +63,17 @@ class WarcProcessor:
         self.extractor = Extractor(cfg.extract)
         self.chain = Chain(cfg.filters) if with_filters else None
         self.exclusions = cfg.filters.exclusions
+        d = cfg.dedup
+        self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
+        if self.minhasher is not None:
+            self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
 
     def process(self, ordinal: int, url: str) -> WarcResult:
         t0 = time.perf_counter()
         counts: Counter = Counter()
         docs: list[Document] = []
         hashes: list[int] = []
+        sigs: list[np.ndarray] = []
         excluded: list[dict] = []
         clock = time.perf_counter_ns
         with self.storage.open_read(url) as stream:
@@ -109,6 +103,10 @@ class WarcProcessor:
                 t = clock()
                 hashes.append(content_hash(doc.text))
                 counts["ns:hash"] += clock() - t
+                if self.minhasher is not None:
+                    t = clock()
+                    sigs.append(self.minhasher.signature(doc.text).astype(np.uint32))
+                    counts["ns:minhash"] += clock() - t
                 counts["kept"] += 1
                 docs.append(doc)
             bytes_read = stream.tell()
@@ -119,10 +117,16 @@ class WarcProcessor:
             url=url,
             docs=docs,
             content_hashes=np.array(hashes, dtype=np.uint64),
+            signatures=self._stack(sigs),
             counts=counts,
             bytes_read=bytes_read,
             seconds=time.perf_counter() - t0,
         )
+
+    def _stack(self, sigs: list[np.ndarray]) -> np.ndarray | None:
+        if self.minhasher is None:
+            return None
+        return np.stack(sigs) if sigs else np.empty((0, self.minhasher.num_perm), np.uint32)
 
     def _exclude(self, out: list[dict], url: str, record_id: str, doc: Document | None, reason: str) -> None:
         """Keep a sampled record of a dropped document (sampling is by record id: deterministic)."""

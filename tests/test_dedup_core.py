@@ -62,11 +62,11 @@ def mh() -> MinHasher:
     return MinHasher()
 
 
-def test_normalize_matches_pipeline():
-    from raycorpus.pipeline import normalize_for_hash
+def test_content_hash_is_over_normalized_text():
+    from raycorpus.pipeline import content_hash
 
-    for t in TRICKY:
-        assert normalize(t) == normalize_for_hash(t)
+    assert content_hash("Hello, World!  42 times") == content_hash("hello world times")
+    assert content_hash("hello world") != content_hash("hello there world")
 
 
 def test_numpy_tokenizer_matches_words(mh):

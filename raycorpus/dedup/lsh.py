@@ -117,6 +117,38 @@ class BandTable:
         self._insert(keys, values, out)
         return out
 
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The value stored for each key, or NO_MATCH; the table is not changed."""
+        keys = np.asarray(keys)
+        if keys.ndim != 1 or keys.dtype.kind not in "iu":
+            raise ValueError("keys must be a 1-d integer array")
+        keys = keys.astype(np.uint64, copy=False)
+        out = np.full(keys.size, NO_MATCH, np.uint64)
+        for i in range(0, keys.size, _CHUNK):
+            out[i : i + _CHUNK] = self._probe(keys[i : i + _CHUNK])
+        return out
+
+    def _probe(self, keys: np.ndarray) -> np.ndarray:
+        n_buckets = self._n_buckets
+        buckets_keys = self._keys.reshape(-1, _WAYS)
+        h = fmix64(keys.copy())
+        bucket = (h % np.uint64(n_buckets)).astype(np.intp)
+        step = ((h >> np.uint64(32)) % np.uint64(n_buckets - 1)).astype(np.intp) + 1
+        out = np.full(keys.size, NO_MATCH, np.uint64)
+        pos = np.arange(keys.size)
+        want = keys
+        while pos.size:
+            rows = np.take(buckets_keys, bucket, axis=0)
+            match = _row_bytes(rows == want[:, None])
+            done = match != 0
+            if done.any():
+                out[pos[done]] = self._values[bucket[done] * _WAYS + (np.bitwise_count(match[done] - 1) >> 3)]
+            go_on = ~done & (rows[:, -1] != 0)  # a bucket with a free slot ends the sequence
+            pos, want, bucket, step = pos[go_on], want[go_on], bucket[go_on], step[go_on]
+            bucket += step
+            bucket[bucket >= n_buckets] -= n_buckets
+        return out
+
     def insert_many(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Bulk insert (first occurrence wins) without the answers; for rebuilding a table."""
         keys, values = self._check(keys, values)

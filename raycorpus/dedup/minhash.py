@@ -1,7 +1,7 @@
 """MinHash signatures over word n-grams and LSH band keys, vectorised with numpy.
 
-Text is normalised like :func:`raycorpus.pipeline.normalize_for_hash` (NFKC, lowercase,
-punctuation and digits folded to spaces) and split into words; Han, kana, Thai, Lao,
+Text is normalised by :func:`normalize` (NFKC, lowercase, punctuation and digits folded
+to spaces; the exact-dedup content hash uses it too) and split into words; Han, kana, Thai, Lao,
 Khmer and Myanmar characters (scripts written without spaces) are one word each. A
 shingle is ``ngram`` consecutive words. Everything is 64-bit integer arithmetic with
 constants derived from ``seed`` by splitmix64, so signatures are identical across

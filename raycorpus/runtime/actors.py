@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import ray
 
 from raycorpus.commit import CorpusWriter
 from raycorpus.config import Config
+from raycorpus.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
+from raycorpus.dedup.output import apply_decision
 from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst
 from raycorpus.document import Document
 from raycorpus.pipeline import WarcProcessor
-from raycorpus.storage import Storage
+from raycorpus.storage import Storage, join_url
 
 
 @ray.remote
 class WarcWorker:
-    """Stateless: one WARC in, (summary, documents) out."""
+    """Stateless: one WARC in, (summary, documents, dedup keys) out."""
 
     def __init__(self, cfg: Config):
         self.processor = WarcProcessor(cfg)
@@ -24,12 +27,12 @@ class WarcWorker:
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    @ray.method(num_returns=2)
-    def process(self, ordinal: int, url: str) -> tuple[dict, list[Document]]:
+    @ray.method(num_returns=3)
+    def process(self, ordinal: int, url: str) -> tuple[dict, list[Document], dict]:
         result = self.processor.process(ordinal, url)
         summary = result.summary()
         summary["storage"] = dict(self.processor.storage.stats)
-        return summary, result.docs
+        return summary, result.docs, {"hashes": result.content_hashes, "sigs": result.signatures}
 
 
 @ray.remote
@@ -45,11 +48,44 @@ class TokenizerActor:
         self.storage = Storage(cfg.storage)
         self.out_url = cfg.output.path
         self.write_documents = cfg.output.documents
+        self.tag = cfg.filters.mode == "tag"
 
-    def encode(self, ordinal: int, warc: str, docs: list[Document]):
-        if self.write_documents:  # durable before the packer's checkpoint names this WARC
+    def encode(self, ordinal: int, warc: str, docs: list[Document], dedup: dict | None = None):
+        """Everything below is durable before the packer's checkpoint names this WARC."""
+        if dedup is not None:
+            if dedup["record"] is not None:
+                url = join_url(join_url(self.out_url, DEDUP_DIR), record_name(ordinal))
+                self.storage.write_atomic(url, dedup["record"])
+            docs = apply_decision(self.storage, self.out_url, ordinal, warc, docs, dedup, self.tag)
+        if self.write_documents:
             write_jsonl_zst(self.storage, self.out_url, DOCUMENTS_DIR, ordinal, [doc_row(d, warc) for d in docs])
         return self.encoder.encode([d.text for d in docs])
+
+
+@ray.remote
+class LshShardActor:
+    """One slice of the dedup index: a cache, rebuilt from committed WARCs' dedup records."""
+
+    def __init__(self, layout: Layout, index: int, cfg: Config):
+        self.shard = LshShard(layout, index)
+        self.storage = Storage(cfg.storage)
+        self.dir_url = join_url(cfg.output.path, DEDUP_DIR)
+
+    def load(self, ordinals: list[int]) -> int:
+        records = (decode_record(self.storage.read_bytes(join_url(self.dir_url, record_name(o)))) for o in ordinals)
+        return self.shard.load(records)
+
+    def query(self, exact_keys: np.ndarray, band_keys: np.ndarray):
+        return self.shard.query(exact_keys, band_keys)
+
+    def signatures(self, gids: np.ndarray) -> np.ndarray:
+        return self.shard.signatures(gids)
+
+    def insert(self, *args) -> None:
+        self.shard.insert(*args)
+
+    def stats(self) -> dict:
+        return self.shard.stats()
 
 
 @ray.remote

@@ -25,6 +25,7 @@ from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
 from raycorpus.manifest import count_manifest, iter_manifest_entries
 from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker
+from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.progress import Progress
 from raycorpus.storage import Storage
 from raycorpus.summary import build_summary
@@ -187,14 +188,17 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg)
         for _ in range(cfg.ray.tokenizers)
     ]
+    dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
+    if dedup is not None and start:
+        dedup.rebuild()
     pool = WorkerPool(cfg)
     pool.resize(force=True)
     pool.wait_until_any_ready()
 
     queue = _manifest_tasks(cfg, storage, start)
     retry_heap: list[tuple[float, int, Task]] = []
-    inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, ray.ObjectRef]] = {}
-    finished: dict[int, tuple[Task, dict | None, ray.ObjectRef | None]] = {}
+    inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
+    finished: dict[int, tuple[Task, dict | None, tuple]] = {}
     commits: deque[ray.ObjectRef] = deque()
     next_commit = start
     highest_dispatched = start - 1
@@ -220,6 +224,36 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
             exhausted = True
         return task
 
+    def drain_and_checkpoint() -> None:
+        nonlocal last
+        while commits:
+            last = ray.get(commits.popleft())
+        last = ray.get(packer.checkpoint.remote())
+
+    def dedup_decide(task: Task, summary: dict, dedup_ref: ray.ObjectRef) -> tuple[dict, dict]:
+        payload = ray.get(dedup_ref)
+        for _ in range(3):
+            try:
+                decision, record = dedup.decide(task.ordinal, payload)
+                break
+            except ACTOR_LOST:  # rebuild lost shards from the ledger, which must hold every earlier WARC
+                drain_and_checkpoint()
+                dedup.replace_lost(_is_alive)
+        else:
+            raise RuntimeError("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
+        counts = dict(summary["counts"])
+        tag = cfg.filters.mode == "tag"
+        for kind, n in decision.counts().items():
+            if n:
+                counts[f"{'tag' if tag else 'drop'}:dedup:{kind}"] = n
+                if not tag:
+                    counts["kept"] -= n
+        counts["dedup_indexed"] = decision.indexed
+        info = {"kind": decision.kind, "dup_of": decision.dup_of, "jaccard": decision.jaccard,
+                "record": record if decision.indexed else None, "audit": cfg.dedup.audit}
+        return {**summary, "counts": counts}, info
+
+    dedup_stats: dict = {}
     try:
         while next_commit < total:
             pool.resize()
@@ -231,8 +265,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                     break
                 actor = pool.pick()
                 task.attempts += 1
-                meta_ref, docs_ref = actor.process.remote(task.ordinal, task.url)
-                inflight[meta_ref] = (task, actor, docs_ref)
+                meta_ref, *data_refs = actor.process.remote(task.ordinal, task.url)
+                inflight[meta_ref] = (task, actor, tuple(data_refs))
                 pool.ready[actor] += 1
                 highest_dispatched = max(highest_dispatched, task.ordinal)
             # collect
@@ -242,12 +276,12 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                 done = []
                 time.sleep(0.05)
             for ref in done:
-                task, actor, docs_ref = inflight.pop(ref)
+                task, actor, data_refs = inflight.pop(ref)
                 if actor in pool.ready:
                     pool.ready[actor] -= 1
                 try:
                     summary = ray.get(ref)
-                    finished[task.ordinal] = (task, summary, docs_ref)
+                    finished[task.ordinal] = (task, summary, data_refs)
                     processed += 1
                     bytes_read += summary["bytes_read"]
                 except (RayTaskError, *ACTOR_LOST) as e:
@@ -261,16 +295,19 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                         delay *= random.uniform(0.5, 1.5)
                         heapq.heappush(retry_heap, (time.monotonic() + delay, task.ordinal, task))
                     else:
-                        finished[task.ordinal] = (task, None, None)
+                        finished[task.ordinal] = (task, None, (None, None))
             if not pool.ready:
                 pool.wait_until_any_ready()
             # commit in manifest order
             while next_commit in finished:
-                task, summary, docs_ref = finished.pop(next_commit)
+                task, summary, (docs_ref, dedup_ref) = finished.pop(next_commit)
                 if summary is None:
                     commits.append(packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
                 else:
-                    encoded = next(rr).encode.remote(task.ordinal, task.warc, docs_ref)
+                    decision = None
+                    if dedup is not None:
+                        summary, decision = dedup_decide(task, summary, dedup_ref)
+                    encoded = next(rr).encode.remote(task.ordinal, task.warc, docs_ref, decision)
                     commits.append(packer.commit.remote(task.ordinal, task.warc, summary, encoded, task.attempts))
                 next_commit += 1
             while commits and (len(commits) > 8 or _is_ready(commits[0])):
@@ -281,12 +318,15 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
             last = ray.get(commits.popleft())
         last = ray.get(packer.finish.remote())
         progress.update(last, inflight=0, workers=len(pool.ready), buffered=0)
+        dedup_stats = _dedup_stats(dedup, ledger.load().totals.get("dedup_indexed", 0))
     except KeyboardInterrupt:
         progress.close()
         _checkpoint_committed(packer, commits)
         raise RunInterrupted from None
     finally:
         progress.close()
+        if dedup is not None:
+            dedup.kill()
         for actor in [packer, *tokenizers, *pool.ready, *pool.starting.values()]:
             ray.kill(actor)  # on a shared cluster, free the CPUs now rather than at driver exit
     return build_summary(cfg, ledger.load(), total, run_stats={
@@ -299,7 +339,32 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         "wall_seconds": round(time.monotonic() - t_start, 3),
         "startup_seconds": round(t_start - t_init, 3),
         "workers": max_workers,
+        **({"dedup": dedup_stats} if dedup is not None else {}),
     })
+
+
+def _is_alive(actor) -> bool:
+    try:
+        ray.get(actor.stats.remote(), timeout=60)
+        return True
+    except (*ACTOR_LOST, GetTimeoutError):
+        return False
+
+
+def _dedup_stats(dedup: DedupStage | None, docs: int) -> dict:
+    if dedup is None:
+        return {}
+    shards = dedup.stats()
+    table = sum(s["table_bytes"] for s in shards)
+    sig = sum(s["signature_bytes"] for s in shards)
+    return {
+        "shards": len(shards),
+        "restarts": dedup.restarts,
+        "indexed_docs": docs,
+        "table_bytes": table,
+        "signature_bytes": sig,
+        "bytes_per_doc": round((table + sig) / docs, 1) if docs else None,
+    }
 
 
 def _is_ready(ref: ray.ObjectRef) -> bool:

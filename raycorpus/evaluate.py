@@ -284,3 +284,97 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
                          f"never predicted) on {r['texts']} texts, {r['docs_per_second']:.0f} texts/s; "
                          "worst: " + ", ".join(f"{k} {v:.2f}" for k, v in worst))
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- decontamination
+
+
+def shared_benchmarks(decontam_dir: str | Path) -> list:
+    """The benchmark sources of ../shared/data/decontam (those present)."""
+    from raycorpus.filters.settings import BenchmarkSource
+
+    root = Path(decontam_dir)
+    known = [
+        ("gsm8k", "gsm8k/grade_school_math/data/test.jsonl", ["question", "answer"]),
+        ("humaneval", "humaneval/data/HumanEval.jsonl.gz", ["prompt", "canonical_solution"]),
+        ("mmlu", "mmlu/data/mmlu/test", ["question", "choice0", "choice1", "choice2", "choice3"]),
+        ("mtbench", "mtbench/evaluation/open_ended/data/mtbench/question.jsonl", ["turns"]),
+    ]
+    return [BenchmarkSource(name=n, path=str(root / p), fields=f) for n, p, f in known if (root / p).exists()]
+
+
+def light_edit(text: str, rng) -> str:
+    """What a copy on a web page tends to change: case, punctuation, spacing, numbers, one word."""
+    words = text.split()
+    if len(words) > 3:
+        longest_run = int(rng.integers(len(words)))
+        words[longest_run] = "thing"  # one word replaced
+    out = " ".join(words).lower().replace(",", " ,").replace("?", "").replace('"', "'")
+    return re.sub(r"\d+", lambda m: str(int(m.group()) + 1), out)  # numbers changed (digits are folded)
+
+
+def eval_decontam(decontam_dir: str | Path, clean_texts: Sequence[str], *, seed: int = 0, every: int = 1,
+                  cfg=None) -> dict[str, Any]:
+    """Inject each benchmark item (verbatim, and lightly edited) into a clean page; count what is caught.
+
+    An item is *indexable* when one of its fields has at least ``min_words`` words; the
+    catch rates are over indexable items (the others cannot be matched by n-grams at all);
+    ``every`` tests every k-th item (the index always holds them all).
+    ``false_positives`` counts clean pages flagged without any injection.
+    """
+    import numpy as np
+
+    from raycorpus.document import Document
+    from raycorpus.filters.base import TextView
+    from raycorpus.filters.decontam import DecontamFilter, NGramHasher, build_index, iter_items
+    from raycorpus.filters.settings import DecontamConfig
+    from raycorpus.storage import Storage
+
+    sources = shared_benchmarks(decontam_dir)
+    cfg = cfg or DecontamConfig(enabled=True, benchmarks=sources)
+    t0 = time.perf_counter()
+    index = build_index(cfg)
+    build_s = time.perf_counter() - t0
+    stage = DecontamFilter(cfg, index)
+    rng = np.random.default_rng(seed)
+    clean = [t for t in clean_texts if t.strip()]
+
+    def flagged(text: str) -> str | None:
+        return stage(Document(text=text, url="", record_id="", date=""), TextView(text)).reason
+
+    t0 = time.perf_counter()
+    fp = [i for i, t in enumerate(clean) if flagged(t)]
+    clean_ms = (time.perf_counter() - t0) * 1000 / max(1, len(clean))
+    results: dict[str, Any] = {
+        "clean_pages": len(clean), "false_positives": len(fp), "ms_per_clean_page": round(clean_ms, 3),
+        "index_build_seconds": round(build_s, 2), "index_ngrams": int(index.table.size),
+        "benchmarks": {},
+    }
+    hasher = NGramHasher()
+    for source in sources:
+        caught = caught_edit = indexable = total = wrong = 0
+        for k, texts in enumerate(iter_items(source, Storage())):
+            if k % every:
+                continue
+            total += 1
+            if not any(hasher.word_hashes(t).size >= cfg.min_words for t in texts):
+                continue
+            indexable += 1
+            page = clean[(k * 7919) % len(clean)].split("\n")
+            at = int(rng.integers(len(page) + 1))
+            item = "\n".join(texts)
+            for edited in (False, True):
+                body = light_edit(item, rng) if edited else item
+                reason = flagged("\n".join([*page[:at], body, *page[at:]]))
+                if reason:
+                    if edited:
+                        caught_edit += 1
+                    else:
+                        caught += 1
+                    wrong += reason != source.name
+        results["benchmarks"][source.name] = {
+            "items": total, "indexable": indexable,
+            "verbatim": round(caught / max(1, indexable), 4), "light_edit": round(caught_edit / max(1, indexable), 4),
+            "other_benchmark_named": wrong,
+        }
+    return results

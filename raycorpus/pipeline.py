@@ -57,11 +57,11 @@ def content_hash(text: str) -> int:
 class WarcProcessor:
     """Builds the document chain once; ``process`` runs it over one WARC."""
 
-    def __init__(self, cfg: Config, with_filters: bool = True):
+    def __init__(self, cfg: Config, with_filters: bool = True, decontam_index=None):
         self.cfg = cfg
         self.storage = Storage(cfg.storage)
         self.extractor = Extractor(cfg.extract)
-        self.chain = Chain(cfg.filters) if with_filters else None
+        self.chain = Chain(cfg.filters, decontam_index) if with_filters else None
         self.exclusions = cfg.filters.exclusions
         d = cfg.dedup
         self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None

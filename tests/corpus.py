@@ -43,3 +43,24 @@ def run(cfg: Config) -> dict:
     from raycorpus.runtime.driver import run_build
 
     return run_build(cfg, prepare_tokenizer(cfg).meta())
+
+
+def actor_pids(class_name: str) -> list[int]:
+    """PIDs of live actors of ``class_name`` on the test cluster (workers whose raylet runs in its session)."""
+    import ray
+
+    session = ray._private.worker._global_node.get_session_dir_path()
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            title = (d / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace").strip()
+            if title.split(".")[0] != f"ray::{class_name}":
+                continue
+            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if session in Path(f"/proc/{ppid}/cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(d.name))
+        except (OSError, IndexError):
+            continue  # exited while we looked
+    return pids

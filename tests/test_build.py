@@ -18,7 +18,7 @@ from raycorpus.ledger import Ledger
 from raycorpus.storage import Storage
 from raycorpus.verify import format_checks, verify_output
 
-from .corpus import make_config, make_crawl, make_tokenizer, run, shard_digests
+from .corpus import actor_pids, make_config, make_crawl, make_tokenizer, run, shard_digests
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,7 @@ def test_reference_build_is_complete_and_plausible(reference, crawl):
     assert s["complete"] and s["warcs"]["committed"] == 8 and s["warcs"]["failed"] == 0
     assert s["docs"]["kept"] > 100 and s["tokens"] > 20_000 and s["shards"] >= 3
     assert s["records"]["skipped"]["not_html"] > 0 and s["records"]["skipped"]["not_200"] > 0
+    assert s["docs"]["dropped"]["dedup:exact"] > 0 and s["docs"]["dropped"]["dedup:near"] > 0
     assert json.loads((out / "shards" / "shard-000000.json").read_text())["sources"][0]["ordinal"] == 0
     state = Ledger(Storage(), str(out)).load()
     assert state.packer.docs == s["docs"]["kept"]  # the summary is the ledger's numbers
@@ -191,5 +192,95 @@ def test_tag_mode_keeps_everything_with_signals_in_the_documents_files(reference
     assert sum(1 for r in rows if r["metadata"]["would_drop"]) == filtered_out
     assert all("lang" in r["metadata"] and "would_drop" in r["metadata"] and r["warc"] for r in rows)
     assert any("gopher_quality.mean_word_length" in r["metadata"] for r in rows)
+    # dedup sees the documents filter mode keeps, so it tags exactly what filter mode dropped
+    for kind in ("exact", "near"):
+        assert s["docs"]["tagged"][f"dedup:{kind}"] == ref_summary["docs"]["dropped"][f"dedup:{kind}"]
+    assert all(r["metadata"]["dedup"]["dup_of"] for r in rows if "dedup:near" in r["metadata"]["would_drop"])
     checks = verify_output(st, str(out))
     assert all(c.ok for c in checks), format_checks(checks)
+
+
+def test_dedup_keeps_the_first_copy_and_the_audit_names_it(reference, crawl, tmp_path):
+    from raycorpus.docfiles import read_jsonl_zst
+    from raycorpus.pipeline import content_hash
+
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    s = run(make_config(str(c.manifest_path), str(out), tok, output={"documents": True}, ray={"workers": 2},
+                        dedup={"shards": 3, "audit": True}))
+    assert shard_digests(out) == shard_digests(ref_out)  # 3 LSH shards decide like 1
+    assert s["docs"] == ref_summary["docs"] and s["this_run"]["dedup"]["shards"] == 3
+    st = Storage()
+    docs = [r for u in sorted(st.list(str(out / "documents"))) for r in read_jsonl_zst(st, u)]
+    audit = [r for u in sorted(st.list(str(out / "exclusions"))) for r in read_jsonl_zst(st, u)]
+    hashes = [content_hash(r["text"]) for r in docs]
+    assert len(set(hashes)) == len(hashes)  # no exact copies survive
+    kept = {r["metadata"]["id"]: r for r in docs}
+    dropped = s["docs"]["dropped"]
+    assert len(audit) == dropped["dedup:exact"] + dropped["dedup:near"]
+    for row in audit:
+        first = kept[row["dup_of"]]  # the copy it matched was kept, and came earlier in manifest order
+        assert tuple(map(int, first["metadata"]["id"].split("/"))) < tuple(map(int, row["id"].split("/")))
+        if row["reason"] == "dedup:exact":
+            assert content_hash(first["text"]) == content_hash(row["text"])
+        else:
+            assert row["reason"] == "dedup:near" and row["jaccard"] >= 0.8
+    assert s["this_run"]["dedup"]["indexed_docs"] == s["docs"]["kept"]
+
+
+def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, crawl, tmp_path):
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    cfg_path = tmp_path / "c.yaml"
+    cfg_path.write_text(json.dumps({
+        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000},
+        "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": 2},
+        "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
+    deadline = time.monotonic() + 240
+    while actor_pids("LshShardActor") and time.monotonic() < deadline:
+        time.sleep(0.1)  # earlier tests' shard actors are still exiting: only this run's may be found
+    proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ledger = Ledger(Storage(), str(out))
+    pids: list[int] = []
+    while time.monotonic() < deadline and proc.poll() is None and len(pids) < 2:
+        pids = actor_pids("LshShardActor")
+        time.sleep(0.02)
+    assert len(pids) == 2, "the run did not start its two LSH shard actors"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
+            break
+        time.sleep(0.01)
+    os.kill(pids[0], signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-2000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["this_run"]["dedup"]["restarts"] == 1, "the shard was not killed mid-run"
+    assert "LSH shard(s) [" in stderr and "rebuilt from" in stderr
+    assert shard_digests(out) == shard_digests(ref_out)
+    assert s["docs"] == ref_summary["docs"]
+
+
+def test_decontamination_drops_documents_holding_benchmark_text(crawl, tmp_path):
+    from raycorpus.dedup.minhash import normalize
+    from raycorpus.docfiles import read_jsonl_zst
+
+    c, tok = crawl
+    st = Storage()
+    first = run(make_config(str(c.manifest_path), str(tmp_path / "a"), tok, output={"documents": True}))
+    docs = [r for u in sorted(st.list(str(tmp_path / "a" / "documents"))) for r in read_jsonl_zst(st, u)]
+    by_warc = {r["warc"]: r for r in docs if len(r["text"].split()) > 120}
+    spans = [" ".join(r["text"].split()[40:80]) for r in list(by_warc.values())[:3]]
+    assert len(spans) == 3
+    bench = tmp_path / "probe.jsonl"
+    bench.write_text("".join(json.dumps({"question": s, "answer": "42"}) + "\n" for s in spans))
+    decontam = {"enabled": True, "benchmarks": [{"name": "probe", "path": str(bench), "fields": ["question"]}]}
+    s = run(make_config(str(c.manifest_path), str(tmp_path / "b"), tok, output={"documents": True},
+                        filters={"decontam": decontam}, ray={"workers": 2}))
+    holding = sum(1 for r in docs if any(normalize(sp) in normalize(r["text"]) for sp in spans))
+    assert s["docs"]["dropped"]["decontam:probe"] >= holding >= 3
+    kept = [r for u in sorted(st.list(str(tmp_path / "b" / "documents"))) for r in read_jsonl_zst(st, u)]
+    assert not any(normalize(sp) in normalize(r["text"]) for r in kept for sp in spans)
+    assert s["docs"]["kept"] == len(kept) < first["docs"]["kept"]

@@ -18,7 +18,6 @@ from raycorpus.dedup.minhash import (
     candidate_probability,
     estimate_jaccard,
     estimate_jaccard_many,
-    normalize,
     words,
 )
 

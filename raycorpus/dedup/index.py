@@ -225,10 +225,19 @@ class Decision:
     dup_of: np.ndarray  # uint64 gid of the earlier document it duplicates (NO_MATCH if kept)
     jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, 0 if kept)
     indexed: int  # documents added to the index (the kept ones)
+    eligible: np.ndarray | None = None  # set by expand(): the documents that took part
 
     @property
     def keep(self) -> np.ndarray:
         return self.kind == KEEP
+
+    def expand(self, eligible: np.ndarray) -> Decision:
+        """This decision over a subset, spread over all documents (the others kept, undecided)."""
+        kind = np.zeros(eligible.size, np.uint8)
+        dup_of = np.full(eligible.size, NO_MATCH, np.uint64)
+        jac = np.zeros(eligible.size, np.float32)
+        kind[eligible], dup_of[eligible], jac[eligible] = self.kind, self.dup_of, self.jaccard
+        return Decision(kind, dup_of, jac, self.indexed, eligible)
 
     def counts(self) -> dict[str, int]:
         return {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}

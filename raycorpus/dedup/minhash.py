@@ -151,6 +151,24 @@ class MinHasher:
 
     def shingle_hashes(self, text: str) -> np.ndarray:
         """64-bit hashes of the text's word shingles, in order (one for a text shorter than ``ngram`` words)."""
+        word_hash = self.word_hashes(text)
+        if not word_hash.size:
+            return word_hash
+        return self.combine(word_hash, self.ngram)
+
+    def combine(self, word_hash: np.ndarray, n: int) -> np.ndarray:
+        """Hashes of every ``n`` consecutive words (``n <= ngram``; one hash when there are fewer words)."""
+        n_words = word_hash.size
+        if n_words < n:
+            return fmix64(np.atleast_1d(np.sum(word_hash * self._pos_mult[:n_words], dtype=np.uint64)))
+        n_sh = n_words - n + 1
+        sh = word_hash[:n_sh] * self._pos_mult[0]
+        for k in range(1, n):
+            sh += word_hash[k : k + n_sh] * self._pos_mult[k]
+        return fmix64(sh)
+
+    def word_hashes(self, text: str) -> np.ndarray:
+        """64-bit hash of each word of the normalised text, in order."""
         cp = np.frombuffer(_nfkc(text).lower().encode("utf-32-le", "surrogatepass"), np.uint32)
         n_cp = cp.size
         cls = _char_classes()[cp]
@@ -165,15 +183,7 @@ class MinHasher:
         prefix = self._prefix[: n_cp + 1]
         np.multiply(cp, self._pow[:n_cp], out=prefix[1:])
         np.cumsum(prefix[1:], out=prefix[1:])
-        word_hash = fmix64((prefix[ends] - prefix[starts]) * self._inv_pow[starts])
-        n_words, n = word_hash.size, self.ngram
-        if n_words < n:
-            return fmix64(np.atleast_1d(np.sum(word_hash * self._pos_mult[:n_words], dtype=np.uint64)))
-        n_sh = n_words - n + 1
-        sh = word_hash[:n_sh] * self._pos_mult[0]
-        for k in range(1, n):
-            sh += word_hash[k : k + n_sh] * self._pos_mult[k]
-        return fmix64(sh)
+        return fmix64((prefix[ends] - prefix[starts]) * self._inv_pow[starts])
 
     def signature(self, text: str, out: np.ndarray | None = None) -> np.ndarray:
         """The ``(num_perm,)`` uint64 MinHash signature of ``text`` (written into ``out`` if given)."""

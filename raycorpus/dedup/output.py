@@ -24,9 +24,15 @@ def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs
     kind, dup_of, jac = decision["kind"], decision["dup_of"], decision["jaccard"]
     if len(kind) != len(docs):
         raise ValueError(f"WARC #{ordinal}: dedup decision for {len(kind)} documents, got {len(docs)}")
+    eligible = decision.get("eligible")
     out, audit = [], []
+    index = -1  # ids count only the documents that took part (in tag mode: those no filter would drop)
     for i, doc in enumerate(docs):
-        doc.metadata["id"] = f"{ordinal}/{i}"
+        if eligible is not None and not eligible[i]:
+            out.append(doc)
+            continue
+        index += 1
+        doc.metadata["id"] = f"{ordinal}/{index}"
         if kind[i] == KEEP:
             out.append(doc)
             continue
@@ -37,7 +43,7 @@ def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs
             doc.metadata.setdefault("would_drop", []).append(reason)
             out.append(doc)
         elif decision.get("audit"):
-            audit.append({"id": f"{ordinal}/{i}", "url": doc.url, "record_id": doc.record_id, "warc": warc,
+            audit.append({"id": f"{ordinal}/{index}", "url": doc.url, "record_id": doc.record_id, "warc": warc,
                           "reason": reason, **match, "text": doc.text})
     if audit:
         write_jsonl_zst(storage, out_url, EXCLUSIONS_DIR, ordinal, audit, prefix=AUDIT_PREFIX)

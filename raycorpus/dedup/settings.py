@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raycorpus.dedup.minhash import PRESETS
@@ -11,7 +13,7 @@ class DedupConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     exact: bool = Field(True, description="drop documents whose normalised text equals an earlier one's")
     near: bool = Field(True, description="MinHash-LSH near-duplicate detection")
-    preset: str = Field(
+    preset: Literal["fineweb", "recall"] = Field(
         "fineweb", description="bands x rows: " + ", ".join(f"{k} {b}x{r}" for k, (b, r) in PRESETS.items())
     )
     bands: int | None = Field(None, ge=1, description="override the preset's band count")
@@ -30,8 +32,6 @@ class DedupConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fits(self) -> DedupConfig:
-        if self.preset not in PRESETS:
-            raise ValueError(f"preset must be one of {sorted(PRESETS)} (got {self.preset!r})")
         b, r = self.bands_rows
         if b * r > self.num_perm:
             raise ValueError(f"{b} bands x {r} rows need num_perm >= {b * r} (got {self.num_perm})")

@@ -1,7 +1,7 @@
 """The quality chain: stages in the order of FineWeb's funnel, cheapest reject first.
 
 URL filter (before extraction) -> language ID -> Gopher repetition -> Gopher quality -> C4
--> FineWeb quality -> bad words -> PII -> model-based quality. In ``filter`` mode the first
+-> FineWeb quality -> bad words -> PII -> model-based quality -> benchmark decontamination. In ``filter`` mode the first
 stage that names a reason drops the document (counted as ``drop:<stage>:<reason>``); in
 ``tag`` mode every stage runs, every signal goes into the document's metadata, the reasons
 it would have been dropped for go into ``metadata["would_drop"]`` (counted as
@@ -19,7 +19,7 @@ from raycorpus.filters.settings import FiltersConfig
 
 
 class Chain:
-    def __init__(self, cfg: FiltersConfig):
+    def __init__(self, cfg: FiltersConfig, decontam_index=None):
         self.tag = cfg.mode == "tag"
         self.url_filter = None
         if cfg.url.enabled:
@@ -32,7 +32,10 @@ class Chain:
             if not stage_cfg.enabled:
                 continue
             mod = __import__(f"raycorpus.filters.{module}", fromlist=[cls])
-            stage = getattr(mod, cls)(stage_cfg)
+            if key == "decontam":  # its index is built once per run and handed to every worker
+                stage = getattr(mod, cls)(stage_cfg, decontam_index)
+            else:
+                stage = getattr(mod, cls)(stage_cfg)
             if hasattr(stage, "all_signals"):
                 stage.all_signals = self.tag  # tag mode computes every signal, no early exit
             langs = frozenset(stage_cfg.languages) if stage_cfg.languages else None
@@ -99,4 +102,5 @@ STAGES = [
     ("badwords", "badwords", "BadWordsFilter"),
     ("pii", "pii", "PiiScrubber"),
     ("model_quality", "model", "ModelQualityFilter"),
+    ("decontam", "decontam", "DecontamFilter"),
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Stage(BaseModel):
@@ -116,6 +116,32 @@ class ModelQualityConfig(_Stage):
     threshold: float = Field(0.5, ge=0, le=1)
 
 
+class BenchmarkSource(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="drop reason suffix: decontam:<name>")
+    path: str = Field(description="JSONL / CSV file (optionally .gz), or a folder of them; local or s3://")
+    fields: list[str] = Field(min_length=1, description="fields whose text is indexed (lists are flattened)")
+    format: Literal["auto", "jsonl", "csv"] = "auto"
+
+
+class DecontamConfig(_Stage):
+    """Drop documents sharing a long word n-gram with a benchmark item (GPT-3 style, 13 words)."""
+
+    enabled: bool = False
+    benchmarks: list[BenchmarkSource] = Field(default_factory=list)
+    ngram: int = Field(13, ge=4, le=64, description="n-gram length for long fields")
+    min_words: int = Field(8, ge=4, description="shortest field indexed; shorter fields use n = max(min, L // 2)")
+    max_item_share: int = Field(10, ge=1, description="leave out n-grams found in more benchmark items than this")
+
+    @model_validator(mode="after")
+    def _needs_sources(self) -> DecontamConfig:
+        if self.enabled and not self.benchmarks:
+            raise ValueError("enabled without benchmarks: list the benchmark files to decontaminate against")
+        if self.min_words > self.ngram:
+            raise ValueError(f"min_words ({self.min_words}) must be <= ngram ({self.ngram})")
+        return self
+
+
 class ExclusionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = False
@@ -134,4 +160,5 @@ class FiltersConfig(BaseModel):
     badwords: BadWordsConfig = BadWordsConfig()
     pii: PiiConfig = PiiConfig()
     model_quality: ModelQualityConfig = ModelQualityConfig()
+    decontam: DecontamConfig = DecontamConfig()
     exclusions: ExclusionsConfig = ExclusionsConfig()

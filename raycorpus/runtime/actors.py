@@ -21,8 +21,8 @@ from raycorpus.storage import Storage, join_url
 class WarcWorker:
     """Stateless: one WARC in, (summary, documents, dedup keys) out."""
 
-    def __init__(self, cfg: Config):
-        self.processor = WarcProcessor(cfg)
+    def __init__(self, cfg: Config, decontam_index=None):
+        self.processor = WarcProcessor(cfg, decontam_index=decontam_index)
 
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -32,7 +32,10 @@ class WarcWorker:
         result = self.processor.process(ordinal, url)
         summary = result.summary()
         summary["storage"] = dict(self.processor.storage.stats)
-        return summary, result.docs, {"hashes": result.content_hashes, "sigs": result.signatures}
+        payload = {"hashes": result.content_hashes, "sigs": result.signatures, "eligible": None}
+        if self.processor.chain is not None and self.processor.chain.tag:  # dedup what filter mode would keep
+            payload["eligible"] = np.array([not d.metadata.get("would_drop") for d in result.docs], bool)
+        return summary, result.docs, payload
 
 
 @ray.remote

@@ -86,7 +86,14 @@ class DedupStage:
         return len(lost)
 
     def decide(self, ordinal: int, payload: dict):
-        return self.dedup.decide(ordinal, payload["hashes"], payload["sigs"])
+        """(decision, record); in tag mode only the documents filter mode would keep take part."""
+        eligible = payload.get("eligible")
+        if eligible is None:
+            return self.dedup.decide(ordinal, payload["hashes"], payload["sigs"])
+        sigs = payload["sigs"]
+        decision, record = self.dedup.decide(ordinal, payload["hashes"][eligible],
+                                             None if sigs is None else sigs[eligible])
+        return decision.expand(eligible), record
 
     def stats(self) -> list[dict]:
         return ray.get([a.stats.remote() for a in self.actors])

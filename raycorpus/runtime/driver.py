@@ -85,8 +85,9 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
 class WorkerPool:
     """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, decontam_index: ray.ObjectRef | None = None):
         self.cfg = cfg
+        self.decontam_index = decontam_index  # one copy in the object store, shared by every worker
         self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
         self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
         self._last_check = 0.0
@@ -105,7 +106,8 @@ class WorkerPool:
         self._last_check = now
         missing = self.target_size() - len(self.ready) - len(self.starting)
         for _ in range(max(0, missing)):
-            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0).remote(self.cfg)
+            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0).remote(
+                self.cfg, self.decontam_index)
             self.starting[actor.ready.remote()] = actor
         self.poll_starting()
 
@@ -191,7 +193,12 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
     if dedup is not None and start:
         dedup.rebuild()
-    pool = WorkerPool(cfg)
+    decontam_ref = None
+    if cfg.filters.decontam.enabled:
+        from raycorpus.filters.decontam import build_index
+
+        decontam_ref = ray.put(build_index(cfg.filters.decontam, storage))
+    pool = WorkerPool(cfg, decontam_ref)
     pool.resize(force=True)
     pool.wait_until_any_ready()
 
@@ -250,7 +257,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                     counts["kept"] -= n
         counts["dedup_indexed"] = decision.indexed
         info = {"kind": decision.kind, "dup_of": decision.dup_of, "jaccard": decision.jaccard,
-                "record": record if decision.indexed else None, "audit": cfg.dedup.audit}
+                "record": record if decision.indexed else None, "audit": cfg.dedup.audit,
+                "eligible": decision.eligible}
         return {**summary, "counts": counts}, info
 
     dedup_stats: dict = {}

@@ -124,6 +124,7 @@ class Config(_Model):
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
         d["dedup"].pop("shards")
+        d["dedup"].pop("expected_docs")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -143,10 +143,10 @@ def test_shards_rebuilt_from_records_decide_like_the_live_ones(mh):
         live = Deduplicator(layout, cfg.threshold, LocalShards(layout))
         records = [live.decide(o, *_batch(mh, texts))[1] for o, texts in enumerate(warcs[:3])]
         rebuilt = LocalShards(layout)
-        for shard in rebuilt.shards:
-            shard.load(decode_record(r) for r in records)
+        counts = {shard.load(decode_record(r) for r in records) for shard in rebuilt.shards}
+        assert counts == {live.next_docno}
         assert [s.stats() for s in rebuilt.shards] == [s.stats() for s in live.shards.shards]
-        again = Deduplicator(layout, cfg.threshold, rebuilt)
+        again = Deduplicator(layout, cfg.threshold, rebuilt, next_docno=live.next_docno)
         for o in (3, 4):
             a, _ = live.decide(o, *_batch(mh, warcs[o]))
             b, _ = again.decide(o, *_batch(mh, warcs[o]))
@@ -162,15 +162,18 @@ def test_record_holds_only_the_kept_documents(mh):
     assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112) and sigs.dtype == np.uint32
 
 
-def test_signature_store_refuses_unknown_documents_and_out_of_order_inserts():
-    shard = LshShard(Layout.from_config(DedupConfig(), 1), 0)
+def test_document_store_refuses_unknown_documents_and_out_of_order_inserts():
+    layout = Layout.from_config(DedupConfig(), 2)
+    shard = LshShard(layout, 1)
     e = np.empty(0, np.uint64)
-    shard.insert(e, e, e, e, make_gids(3, 2), np.ones((2, 112), np.uint32))
-    assert shard.signatures(make_gids(3, 2)).shape == (2, 112)
-    with pytest.raises(KeyError, match=r"\(3, 5\)"):
-        shard.signatures(make_gids(3, 6)[5:])
+    shard.insert(e, e, e, e, np.array([1, 3], np.uint64), make_gids(3, 2), np.ones((2, 112), np.uint32))
+    gids, sigs = shard.documents(np.array([3, 1], np.uint64))
+    assert [split_gid(g) for g in gids] == [(3, 1), (3, 0)] and sigs.shape == (2, 112)
+    for missing in (5, 2):  # not stored yet; owned by the other shard
+        with pytest.raises(KeyError, match=f"#{missing}"):
+            shard.documents(np.array([missing], np.uint64))
     with pytest.raises(ValueError, match="order"):
-        shard.insert(e, e, e, e, make_gids(2, 1), np.ones((1, 112), np.uint32))
+        shard.insert(e, e, e, e, np.array([7], np.uint64), make_gids(4, 1), np.ones((1, 112), np.uint32))
 
 
 def test_band_table_lookup_does_not_insert_and_agrees_with_query_and_insert():

@@ -266,6 +266,78 @@ def bench_accuracy(texts: list[str], seed: int = 0) -> dict:
     }
 
 
+class _TimedShards:
+    """LocalShards that time the shard side (what an LSH shard actor does) apart from the decision."""
+
+    def __init__(self, layout, expected_docs: int):
+        from raycorpus.dedup.index import LocalShards
+
+        self._local = LocalShards(layout, expected_docs)
+        self.shards = self._local.shards
+        self.seconds = 0.0
+
+    def _time(self, name: str, requests):
+        t0 = time.perf_counter()
+        out = getattr(self._local, name)(requests)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+    def query(self, requests):
+        return self._time("query", requests)
+
+    def documents(self, requests):
+        return self._time("documents", requests)
+
+    def insert(self, requests):
+        return self._time("insert", requests)
+
+
+def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dict]:
+    """Deduplicator (one in-process LshShard) over synthetic signatures in WARC-sized batches."""
+    from raycorpus.dedup.index import Deduplicator, Layout
+    from raycorpus.dedup.settings import DedupConfig
+
+    cfg = DedupConfig()
+    rows = []
+    for n_docs in scales:
+        rng = np.random.default_rng(n_docs)
+        sigs = rng.integers(0, 2**32, (n_docs, cfg.num_perm), dtype=np.uint64).astype(np.uint32)
+        is_dup = rng.random(n_docs) < dup_rate
+        is_dup[0] = False
+        dup = np.flatnonzero(is_dup)
+        originals = np.flatnonzero(~is_dup)
+        src = originals[(rng.random(dup.size) * np.searchsorted(originals, dup)).astype(np.int64)]  # earlier
+        noise = rng.random((dup.size, cfg.num_perm)) < 0.1  # ~0.9 estimated Jaccard
+        sigs[dup] = np.where(noise, sigs[dup] ^ np.uint32(1), sigs[src])
+        hashes = rng.integers(1, 2**63, n_docs, dtype=np.uint64)
+
+        for presized in (False, True):
+
+            def run_once(n_docs=n_docs, hashes=hashes, sigs=sigs, presized=presized):
+                layout = Layout.from_config(cfg, 1)
+                shards = _TimedShards(layout, n_docs if presized else 0)
+                dd = Deduplicator(layout, cfg.threshold, shards)
+                dropped = 0
+                for w, i in enumerate(range(0, n_docs, BATCH_DOCS)):
+                    decision, _ = dd.decide(w, hashes[i : i + BATCH_DOCS], sigs[i : i + BATCH_DOCS])
+                    dropped += int((~decision.keep).sum())
+                return shards, dropped
+
+            seconds, (shards, dropped) = _timed(run_once, max(1, runs if n_docs <= 100_000 else 1))
+            st = shards.shards[0].stats()
+            kept = n_docs - dropped
+            rows.append({
+                "docs": n_docs,
+                "start": "presized" if presized else "empty",
+                "found": round(dropped / max(1, dup.size), 4),
+                "decide_docs_per_s": round(n_docs / seconds),
+                "shard_docs_per_s": round(n_docs / shards.seconds),
+                "table_B_per_doc": round(st["table_bytes"] / kept, 1),
+                "store_B_per_doc": round(st["signature_bytes"] / kept, 1),
+            })
+    return rows
+
+
 def _bin_name(b: int) -> str:
     return f"{J_BINS[b]:.2f}-{min(J_BINS[b + 1], 1.0):.2f}"
 
@@ -314,6 +386,12 @@ def format_report(report: dict) -> str:
             f"BandTable.query_and_insert, 14 bands, batches of {BATCH_DOCS} docs, 20% repeated docs:",
             _table(report["table"], ["docs", "values", "start", "docs_per_s", "keys_per_s", "bytes_per_doc", "load"]),
             "",
+            f"Deduplicator.decide (query, verify, insert; one LSH shard in-process), batches of {BATCH_DOCS}, "
+            "synthetic signatures, 20% copy an earlier one with 10% of values changed; shard_docs_per_s = the "
+            "shard's share (an LSH shard actor's work); store = gid + 112 x uint32 signature per document:",
+            _table(report["index"], ["docs", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
+                                     "table_B_per_doc", "store_B_per_doc"]),
+            "",
             "P(candidate | J) = 1 - (1 - J^r)^b:",
             _table(
                 [{"preset": f"{n} {PRESETS[n][0]}x{PRESETS[n][1]}", **c} for n, c in curves.items()],
@@ -360,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         "signatures": bench_signatures(texts, args.runs),
         "table": bench_table([int(s) for s in args.scales.split(",")], args.runs),
+        "index": bench_index([int(s) for s in args.scales.split(",")], args.runs),
         "candidate_curves": candidate_curves(),
         "accuracy": bench_accuracy(texts),
     }

@@ -28,6 +28,10 @@ class DedupConfig(BaseModel):
     shards: int | None = Field(
         None, ge=1, le=4096, description="LSH shard actors (default: one per 16 cluster CPUs); not part of the output"
     )
+    expected_docs: int = Field(
+        0, ge=0, description="documents the index will hold (e.g. from `raycorpus plan`): sizes the tables "
+        "up front instead of growing them; 0 = grow as needed"
+    )
     audit: bool = Field(False, description="write dropped duplicates and what they matched to exclusions/")
 
     @model_validator(mode="after")

@@ -70,7 +70,7 @@ class LshShardActor:
     """One slice of the dedup index: a cache, rebuilt from committed WARCs' dedup records."""
 
     def __init__(self, layout: Layout, index: int, cfg: Config):
-        self.shard = LshShard(layout, index)
+        self.shard = LshShard(layout, index, cfg.dedup.expected_docs)
         self.storage = Storage(cfg.storage)
         self.dir_url = join_url(cfg.output.path, DEDUP_DIR)
 
@@ -81,8 +81,8 @@ class LshShardActor:
     def query(self, exact_keys: np.ndarray, band_keys: np.ndarray):
         return self.shard.query(exact_keys, band_keys)
 
-    def signatures(self, gids: np.ndarray) -> np.ndarray:
-        return self.shard.signatures(gids)
+    def documents(self, docnos: np.ndarray):
+        return self.shard.documents(docnos)
 
     def insert(self, *args) -> None:
         self.shard.insert(*args)

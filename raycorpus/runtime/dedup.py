@@ -30,8 +30,8 @@ class RayShards:
         self._settle()
         return ray.get([a.query.remote(*r) for a, r in zip(self.actors, requests, strict=True)])
 
-    def signatures(self, requests):
-        return ray.get([a.signatures.remote(r) for a, r in zip(self.actors, requests, strict=True)])
+    def documents(self, requests):
+        return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
 
     def insert(self, requests):
         self._pending = [a.insert.remote(*r) for a, r in zip(self.actors, requests, strict=True)]
@@ -63,10 +63,17 @@ class DedupStage:
                 if e.get("status") == "committed" and e.get("counts", {}).get("dedup_indexed")]
 
     def rebuild(self, actors: list | None = None) -> int:
-        """Load committed WARCs' records (from the ledger) into ``actors`` (default: all)."""
+        """Load committed WARCs' records (from the ledger) into ``actors`` (default: all); return
+        how many WARCs they came from. Every shard counts the same documents, or this raises."""
         ordinals = self._indexed_ordinals()
-        if ordinals:
-            ray.get([a.load.remote(ordinals) for a in (actors or self.actors)])
+        if not ordinals:
+            return 0
+        counts = set(ray.get([a.load.remote(ordinals) for a in (actors or self.actors)]))
+        if actors is None:
+            self.dedup.next_docno = counts.pop() if len(counts) == 1 else -1
+        if counts - {self.dedup.next_docno} or self.dedup.next_docno < 0:
+            raise RuntimeError(f"dedup records disagree with the index ({counts}, {self.dedup.next_docno} "
+                               "documents): the output folder was changed by hand")
         return len(ordinals)
 
     def replace_lost(self, is_alive) -> int:

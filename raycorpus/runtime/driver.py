@@ -369,6 +369,7 @@ def _dedup_stats(dedup: DedupStage | None, docs: int) -> dict:
         "shards": len(shards),
         "restarts": dedup.restarts,
         "indexed_docs": docs,
+        "indexed_docs_in_shards": sum(s["documents"] for s in shards),
         "table_bytes": table,
         "signature_bytes": sig,
         "bytes_per_doc": round((table + sig) / docs, 1) if docs else None,

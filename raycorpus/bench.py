@@ -14,6 +14,7 @@ import time
 from collections import Counter
 
 from raycorpus.config import Config
+from raycorpus.dedup.index import Deduplicator, Layout, LocalShards
 from raycorpus.pipeline import WarcProcessor
 from raycorpus.shards import ShardPacker
 from raycorpus.storage import Storage
@@ -23,17 +24,27 @@ from raycorpus.tokenize import TokenEncoder
 def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
     proc = WarcProcessor(cfg)
     encoder = TokenEncoder(cfg.tokenizer)
+    layout = Layout.from_config(cfg.dedup, 1)
     runs: list[dict[str, float]] = []
     counts: Counter = Counter()
     for r in range(repeats + 1):  # the first pass is a warm-up
         stage_ns: Counter = Counter()
         counts = Counter()
         docs = []
+        dedup = Deduplicator(layout, cfg.dedup.threshold, LocalShards(layout)) if cfg.dedup.enabled else None
         t0 = time.perf_counter()
         for i, url in enumerate(warcs):
             res = proc.process(i, url)
             counts.update(res.counts)
-            docs.extend(res.docs)
+            kept = res.docs
+            if dedup is not None:  # the committer's share: LSH query, verification, insert
+                t = time.perf_counter_ns()
+                decision, _ = dedup.decide(i, res.content_hashes, res.signatures)
+                stage_ns["dedup"] += time.perf_counter_ns() - t
+                kept = [d for d, k in zip(res.docs, decision.keep, strict=True) if k]
+                counts.update({f"drop:dedup:{k}": v for k, v in decision.counts().items() if v})
+                counts["kept"] -= len(res.docs) - len(kept)
+            docs.extend(kept)
         wall = time.perf_counter() - t0
         stage_ns.update({k.removeprefix("ns:"): v for k, v in counts.items() if k.startswith("ns:")})
         t = time.perf_counter_ns()

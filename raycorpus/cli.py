@@ -169,6 +169,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         results["langid/bare-fasttext"] = evaluate.eval_langid(args.langid, bare)
     else:
         _err(f"no language ID test set at {args.langid} (--langid FILE); skipping language ID")
+    if Path(args.decontam).is_dir() and Path(args.extraction).is_dir():
+        from raycorpus.dedup.benchmark import load_texts
+
+        pages = load_texts(Path(args.extraction) / "trafilatura-eval")
+        results["decontam"] = evaluate.eval_decontam(args.decontam, pages, every=args.decontam_every)
+    else:
+        _err(f"no benchmark sets at {args.decontam} (--decontam DIR); skipping decontamination")
     if not results:
         return EXIT_USAGE
     print(json.dumps(results, indent=1) if args.json else evaluate.format_eval(results))
@@ -236,10 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--s3-endpoint-url")
     v.set_defaults(func=cmd_verify)
 
-    e = sub.add_parser("eval", help="extraction F1 and language-ID accuracy on labelled test sets")
+    e = sub.add_parser("eval", help="extraction F1, language-ID accuracy and decontamination catch rates")
     e.add_argument("--extraction", default="../shared/data/extraction",
                    help="folder holding trafilatura-eval/ and readability/")
     e.add_argument("--langid", default="../shared/data/langid/sample_20_per_lang.jsonl")
+    e.add_argument("--decontam", default="../shared/data/decontam",
+                   help="GSM8K / HumanEval / MMLU / MT-Bench folders: items injected into the extraction set's pages")
+    e.add_argument("--decontam-every", type=int, default=1, help="test every k-th benchmark item")
     e.add_argument("--config", help="evaluate this config's extract options (default: the shipped ones)")
     e.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     e.add_argument("--trafilatura", action="store_true", help="also run trafilatura (must be installed)")

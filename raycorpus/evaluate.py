@@ -283,6 +283,14 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
                          f"({r['accuracy_predicted_languages']:.3f} without the {len(r['never_predicted'])} languages "
                          f"never predicted) on {r['texts']} texts, {r['docs_per_second']:.0f} texts/s; "
                          "worst: " + ", ".join(f"{k} {v:.2f}" for k, v in worst))
+    d = results.get("decontam")
+    if d:
+        lines.append(f"decontam: {d['index_ngrams']:,} n-grams indexed in {d['index_build_seconds']} s; "
+                     f"{d['false_positives']} false positives on {d['clean_pages']} clean pages "
+                     f"({d['ms_per_clean_page']} ms/page)")
+        for name, b in d["benchmarks"].items():
+            lines.append(f"  {name:<10} {b['items']:>6} items ({b['indexable']} indexable): caught "
+                         f"{b['verbatim']:.1%} verbatim, {b['light_edit']:.1%} lightly edited")
     return "\n".join(lines)
 
 

@@ -64,6 +64,11 @@ def format_summary(s: dict) -> str:
     costs = ", ".join(f"{k} {v * 1000 / docs_in:.2f}" for k, v in s.get("stage_seconds", {}).items())
     if costs:
         lines.append(f"stage cost    ms per input document: {costs}")
+    dd = s["this_run"].get("dedup")
+    if dd:
+        per_doc = f", {dd['bytes_per_doc']:,.0f} B/doc" if dd.get("bytes_per_doc") else ""
+        lines.append(f"dedup index   {dd['indexed_docs']:,} documents in {dd['shards']} LSH shard(s){per_doc}"
+                     + (f", {dd['restarts']} shard restart(s)" if dd.get("restarts") else ""))
     lines.append(f"tokens        {s['tokens']:,} in {s['shards']:,} shards")
     run = s["this_run"]
     if "docs_per_second" in run:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raycorpus.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
 from raycorpus.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.ledger import Ledger
 from raycorpus.shards import OPEN_DIR, SHARDS_DIR, shard_name
@@ -83,6 +84,21 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
         check("docs per WARC", dict(docs_by_warc) == per_warc,
               "every committed WARC's documents are in the shards exactly once" if dict(docs_by_warc) == per_warc
               else "shard sources disagree with the ledger")
+    indexed = [e for e in committed if e.get("counts", {}).get("dedup_indexed")]
+    if indexed:
+        wrong = []
+        for e in indexed:
+            url = join_url(join_url(out_url, DEDUP_DIR), record_name(e["ordinal"]))
+            if not storage.exists(url):
+                wrong.append(f"WARC #{e['ordinal']}: no {record_name(e['ordinal'])}")
+                continue
+            gids, hashes, _ = decode_record(storage.read_bytes(url))
+            if gids.size != e["counts"]["dedup_indexed"] or hashes.size != gids.size or any(
+                    split_gid(g)[0] != e["ordinal"] for g in gids[:1]):
+                wrong.append(f"WARC #{e['ordinal']}: record disagrees with the ledger")
+        n = sum(e["counts"]["dedup_indexed"] for e in indexed)
+        check("dedup records", not wrong, "; ".join(wrong[:5]) if wrong
+              else f"{n:,} indexed documents in {len(indexed):,} records, as the ledger says")
     doc_files = storage.list(join_url(out_url, DOCUMENTS_DIR))
     if doc_files:
         ids: Counter = Counter()

@@ -56,10 +56,14 @@ def test_eval_prints_extraction_and_langid_tables():
 
     need_shared(SHARED / "data" / "extraction" / "trafilatura-eval")
     r = cli("eval", "--repeats", "1", "--extraction", str(SHARED / "data" / "extraction"),
-            "--langid", str(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"))
+            "--langid", str(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"),
+            "--decontam", str(SHARED / "data" / "decontam"), "--decontam-every", "20")
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {tuple(line.split()[:2]): line.split() for line in r.stdout.splitlines() if line.split()}
     shipped, bare = rows[("trafilatura-eval", "shipped")], rows[("trafilatura-eval", "resiliparse")]
     assert float(shipped[4]) >= float(bare[4])  # F1 column: the shipped stage never scores below bare resiliparse
     lang = [line for line in r.stdout.splitlines() if line.startswith("langid")]
     assert len(lang) == 2 and lang[0].split("accuracy")[1].split()[0] == lang[1].split("accuracy")[1].split()[0]
+    assert "decontam:" in r.stdout and " 0 false positives" in r.stdout
+    assert [line.split()[0] for line in r.stdout.splitlines() if "verbatim" in line] == [
+        "gsm8k", "humaneval", "mmlu", "mtbench"]

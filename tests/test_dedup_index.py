@@ -200,3 +200,20 @@ def test_config_validates_bands_against_permutations():
     a = config_from_dict({**base, "dedup": {"shards": 4}}).fingerprint()
     other = config_from_dict({**base, "dedup": {"threshold": 0.7}}).fingerprint()
     assert a == config_from_dict(base).fingerprint() != other
+
+
+def test_pairwise_accuracy_on_variants_of_real_pages():
+    """Precision/recall against exact 5-gram Jaccard on real pages and their variants (every 3rd page)."""
+    from raycorpus.dedup.benchmark import DEFAULT_DATA, bench_accuracy, load_texts
+
+    from .conftest import need_shared
+
+    texts = load_texts(need_shared(DEFAULT_DATA))[::3]
+    acc = bench_accuracy(texts)
+    rows = {(r["preset"].split()[0], r["verify"]): r for r in acc["pairwise"]}
+    shipped = rows[("fineweb", 112)]
+    assert acc["positive_pairs"] > 300 and acc["clear_pairs"] > 1000
+    assert shipped["clear"]["precision"] >= 0.97 and shipped["clear"]["recall"] >= 0.98, shipped
+    assert shipped["precision"] >= 0.85 and shipped["recall"] >= 0.85, shipped  # pairs near J = 0.8 included
+    # verification is what keeps the recall preset precise
+    assert rows[("recall", "-")]["precision"] < 0.8 < rows[("recall", 112)]["precision"]

@@ -19,11 +19,12 @@ from raycorpus.storage import Storage
 
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
-                 checkpoint_interval_seconds: float = 30.0):
+                 checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
+                 ctx_len: int | None = None):
         storage.remove_partial_writes(out_url)  # a killed predecessor's half-written temp files
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
-        self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer)
+        self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
         self.packer.remove_orphans()
         self.interval = checkpoint_interval_seconds
         self._entries: list[dict] = []

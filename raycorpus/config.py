@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from raycorpus.dedup.settings import DedupConfig
 from raycorpus.extract import ExtractConfig
@@ -44,6 +44,25 @@ class OutputConfig(_Model):
     documents: bool = Field(
         False, description="also write kept documents (text, url, record id, metadata) as documents/*.jsonl.zst"
     )
+    format: list[Literal["megatron", "datatrove", "packed", "parquet"]] = Field(
+        default_factory=list,
+        description="also write closed shards as megatron/, datatrove/ or packed/ (rows of ctx_len + 1), and kept "
+        "documents as documents/*.parquet; shards/ is always written",
+    )
+    ctx_len: int | None = Field(None, ge=1, le=2**24, description="sequence length of the packed format")
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _packed_needs_ctx(self) -> OutputConfig:
+        if "packed" in self.format and not self.ctx_len:
+            raise ValueError("format `packed` needs `ctx_len` (tokens per training sequence)")
+        if len(set(self.format)) != len(self.format):
+            raise ValueError("a format is listed twice")
+        return self
 
 
 class WarcConfig(_Model):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from raycorpus.formats import TOKEN_FORMATS, write_formats
 from raycorpus.storage import Storage, join_url
 
 SHARDS_DIR = "shards"
@@ -56,8 +57,10 @@ class PackerState:
 
 class ShardPacker:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
-                 state: PackerState | None = None):
+                 state: PackerState | None = None, formats: tuple[str, ...] = (), ctx_len: int | None = None):
         self.storage = storage
+        self.formats = tuple(f for f in formats if f in TOKEN_FORMATS)
+        self.ctx_len = ctx_len
         self.out_url = out_url
         self.shard_size = shard_size_tokens
         self.token_meta = token_meta
@@ -146,9 +149,12 @@ class ShardPacker:
                 "idx": hashlib.sha256(idx_bytes).hexdigest(),
             },
         }
+        sidecar_bytes = canonical_json(sidecar)
+        write_formats(self.storage, self.out_url, name, self.formats, tokens.astype(self.dtype, copy=False), ends,
+                      sidecar, self.token_meta, self.ctx_len, canonical_json)
         self.storage.write_atomic(self._url(SHARDS_DIR, name + ".tokens"), tok_bytes)
         self.storage.write_atomic(self._url(SHARDS_DIR, name + ".idx"), idx_bytes)
-        self.storage.write_atomic(self._url(SHARDS_DIR, name + ".json"), canonical_json(sidecar))
+        self.storage.write_atomic(self._url(SHARDS_DIR, name + ".json"), sidecar_bytes)
         self.obsolete += [self._url(OPEN_DIR, s) for s in self.state.segments]
         self.state.segments = []
         self.state.sources = []

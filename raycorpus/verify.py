@@ -101,13 +101,25 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
               else f"{n:,} indexed documents in {len(indexed):,} records, as the ledger says")
     doc_files = storage.list(join_url(out_url, DOCUMENTS_DIR))
     if doc_files:
-        ids: Counter = Counter()
-        for url in doc_files:
-            ids.update(r["record_id"] for r in read_jsonl_zst(storage, url))
-        twice = [k for k, n in ids.items() if n > 1]
-        check("documents", not twice, f"{len(ids):,} record ids, none twice" if not twice
-              else f"{len(twice)} record ids appear more than once, e.g. {twice[0]}")
+        for suffix in (".jsonl.zst", ".parquet"):
+            ids: Counter = Counter()
+            for url in (u for u in doc_files if u.endswith(suffix)):
+                ids.update(_record_ids(storage, url))
+            twice = [k for k, n in ids.items() if n > 1]
+            if ids:
+                check("documents", not twice, f"{len(ids):,} record ids in *{suffix}, "
+                      "none twice" if not twice else f"{len(twice)} record ids appear more than once, e.g. {twice[0]}")
     return checks
+
+
+def _record_ids(storage: Storage, url: str) -> list[str]:
+    if url.endswith(".parquet"):
+        import io
+
+        import pyarrow.parquet as pq
+
+        return pq.read_table(io.BytesIO(storage.read_bytes(url)), columns=["record_id"]).column(0).to_pylist()
+    return [r["record_id"] for r in read_jsonl_zst(storage, url)]
 
 
 def format_checks(checks: list[Check]) -> str:

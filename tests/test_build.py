@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from raycorpus.ledger import Ledger
@@ -284,3 +285,37 @@ def test_decontamination_drops_documents_holding_benchmark_text(crawl, tmp_path)
     kept = [r for u in sorted(st.list(str(tmp_path / "b" / "documents"))) for r in read_jsonl_zst(st, u)]
     assert not any(normalize(sp) in normalize(r["text"]) for r in kept for sp in spans)
     assert s["docs"]["kept"] == len(kept) < first["docs"]["kept"]
+
+
+def test_trainer_formats_beside_the_shards(reference, crawl, tmp_path):
+    import pyarrow.parquet as pq
+
+    from raycorpus.formats import read_megatron_index
+    from raycorpus.shards import iter_documents
+
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    s = run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 2},
+                        output={"format": ["megatron", "datatrove", "packed", "parquet"], "ctx_len": 64}))
+    assert shard_digests(out) == shard_digests(ref_out)  # extra formats never change the canonical shards
+    st = Storage()
+    docs = list(iter_documents(st, str(out)))
+    mega = []
+    for i in range(s["shards"]):
+        dtype, lengths, pointers, _ = read_megatron_index((out / "megatron" / f"shard-{i:06d}.idx").read_bytes())
+        data = np.frombuffer((out / "megatron" / f"shard-{i:06d}.bin").read_bytes(), dtype)
+        mega += [data[p // dtype.itemsize : p // dtype.itemsize + n] for p, n in zip(pointers, lengths, strict=True)]
+        assert (out / "datatrove" / f"shard-{i:06d}.ds").read_bytes() == (out / "shards" / f"shard-{i:06d}.tokens"
+                                                                          ).read_bytes()
+        assert (out / "packed" / f"shard-{i:06d}.rows.npy").exists()
+    assert len(mega) == len(docs) == s["docs"]["kept"]
+    assert all(np.array_equal(a, b) for a, b in zip(mega, docs, strict=True))
+    table = pq.read_table(str(out / "documents"))
+    assert table.num_rows == s["docs"]["kept"] and {"text", "url", "record_id", "warc", "lang", "metadata"} <= set(
+        table.column_names)
+    assert json.loads(pq.read_schema(next((out / "documents").glob("*.parquet"))).metadata[b"raycorpus"])[
+        "tokenizer_sha256"] == ref_summary.get("tokenizer_sha256", json.loads((out / "run.json").read_text())[
+            "tokenizer_sha256"])
+    checks = verify_output(st, str(out))
+    assert all(c.ok for c in checks), format_checks(checks)

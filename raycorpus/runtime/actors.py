@@ -11,7 +11,7 @@ from raycorpus.commit import CorpusWriter
 from raycorpus.config import Config
 from raycorpus.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
 from raycorpus.dedup.output import apply_decision
-from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst
+from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.document import Document
 from raycorpus.pipeline import WarcProcessor
 from raycorpus.storage import Storage, join_url
@@ -51,6 +51,7 @@ class TokenizerActor:
         self.storage = Storage(cfg.storage)
         self.out_url = cfg.output.path
         self.write_documents = cfg.output.documents
+        self.write_parquet = "parquet" in cfg.output.format
         self.tag = cfg.filters.mode == "tag"
 
     def encode(self, ordinal: int, warc: str, docs: list[Document], dedup: dict | None = None):
@@ -62,6 +63,8 @@ class TokenizerActor:
             docs = apply_decision(self.storage, self.out_url, ordinal, warc, docs, dedup, self.tag)
         if self.write_documents:
             write_jsonl_zst(self.storage, self.out_url, DOCUMENTS_DIR, ordinal, [doc_row(d, warc) for d in docs])
+        if self.write_parquet:
+            write_parquet(self.storage, self.out_url, ordinal, docs, warc, self.encoder.meta())
         return self.encoder.encode([d.text for d in docs])
 
 
@@ -98,7 +101,7 @@ class PackerActor:
     def __init__(self, cfg: Config, token_meta: dict):
         self.writer = CorpusWriter(
             Storage(cfg.storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
-            cfg.run.checkpoint_interval_seconds,
+            cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len,
         )
 
     def progress(self) -> dict:

@@ -182,6 +182,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mix(args: argparse.Namespace) -> int:
+    from raycorpus.mix import build_mix, format_plan, load_mix_config
+
+    cfg = load_mix_config(args.config)
+    p = build_mix(cfg)
+    print(format_plan(p))
+    print(f"order: {p['samples']:,} windows of {cfg.ctx_len} tokens -> {cfg.output}")
+    return EXIT_OK
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from raycorpus.storage import NotFound, Storage, join_url
     from raycorpus.summary import format_summary
@@ -243,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--s3-endpoint-url")
     v.set_defaults(func=cmd_verify)
 
+    m = sub.add_parser("mix", help="mix built corpora by weights into a reproducible training order")
+    m.add_argument("config", help="MIX.yaml: domains (name, path, weight), tokens, ctx_len, temperature, output")
+    m.set_defaults(func=cmd_mix)
     e = sub.add_parser("eval", help="extraction F1, language-ID accuracy and decontamination catch rates")
     e.add_argument("--extraction", default="../shared/data/extraction",
                    help="folder holding trafilatura-eval/ and readability/")

@@ -192,6 +192,14 @@ def cmd_mix(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from raycorpus.inspect import inspect_row
+
+    print(inspect_row(args.output, args.shard, args.row, tokenizer=args.tokenizer, ctx_len=args.ctx_len,
+                      width=args.width))
+    return EXIT_OK
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from raycorpus.storage import NotFound, Storage, join_url
     from raycorpus.summary import format_summary
@@ -253,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--s3-endpoint-url")
     v.set_defaults(func=cmd_verify)
 
+    i = sub.add_parser("inspect", help="print one training row with its document boundaries")
+    i.add_argument("output", help="a built corpus")
+    i.add_argument("--shard", type=int, default=0)
+    i.add_argument("--row", type=int, default=0)
+    i.add_argument("--ctx-len", type=int, help="window length when there is no packed/ folder")
+    i.add_argument("--tokenizer", help="tokenizer.json to decode each document's tokens (default: token ids)")
+    i.add_argument("--width", type=int, default=100, help="characters of each document's text shown")
+    i.set_defaults(func=cmd_inspect)
     m = sub.add_parser("mix", help="mix built corpora by weights into a reproducible training order")
     m.add_argument("config", help="MIX.yaml: domains (name, path, weight), tokens, ctx_len, temperature, output")
     m.set_defaults(func=cmd_mix)

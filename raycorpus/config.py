@@ -121,6 +121,11 @@ class RunConfig(_Model):
     )
     progress: Literal["auto", "bar", "log", "off"] = "auto"
 
+    @field_validator("progress", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:
+        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v  # YAML 1.1 reads `off` as false
+
 
 class Config(_Model):
     input: InputConfig

@@ -106,3 +106,19 @@ def test_config_checks_formats():
         config_from_dict({**base, "output": {"path": "o", "format": ["hdf5"]}})
     cfg = config_from_dict({**base, "output": {"path": "o", "format": "megatron"}})
     assert cfg.output.format == ["megatron"]
+
+
+def test_inspect_shows_a_rows_documents_and_their_boundaries(tmp_path):
+    from raycorpus.inspect import inspect_row, row_segments
+
+    _build(tmp_path, 50_000, formats=("packed",), ctx_len=32)
+    out = inspect_row(str(tmp_path), 0, 2)
+    rows = np.load(tmp_path / "packed" / "shard-000000.docs.npy")
+    segs = row_segments(rows[2])
+    assert f"row 2 of {len(rows)} (ctx_len 32)" in out and f"mask: {len(segs)} documents" in out
+    assert sum(1 for line in out.splitlines() if "[" in line and ")" in line.split()[1]) == len(segs)
+    assert row_segments(np.array([4, 4, 5, 5, 5, 9])) == [(4, 0, 2), (5, 2, 5), (9, 5, 6)]
+    _build(tmp_path / "flat", 50_000, formats=())
+    assert "window 1 (ctx_len 16)" in inspect_row(str(tmp_path / "flat"), 0, 1, ctx_len=16)
+    with pytest.raises(SystemExit, match="out of range"):
+        inspect_row(str(tmp_path), 0, 10**6)

@@ -78,6 +78,31 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
     }
 
 
+def bench_formats(n_tokens: int = 20_000_000, repeats: int = 3, ctx_len: int = 2048) -> dict:
+    """Tokens/s of each trainer-format writer on one core (a closed shard of ``n_tokens`` to local disk)."""
+    import numpy as np
+
+    from raycorpus.formats import TOKEN_FORMATS, write_formats
+    from raycorpus.shards import canonical_json
+
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 50_000, n_tokens, dtype=np.uint16)
+    ends = np.cumsum(rng.integers(100, 3000, n_tokens // 100, dtype=np.uint64))
+    ends = np.append(ends[ends < n_tokens], np.uint64(n_tokens))
+    meta = {"tokenizer": "bench", "tokenizer_sha256": "0" * 64, "dtype": "<u2", "eos_id": 0}
+    out = {}
+    for fmt in TOKEN_FORMATS:
+        times = []
+        for _ in range(repeats + 1):
+            with tempfile.TemporaryDirectory() as d:
+                t = time.perf_counter()
+                write_formats(Storage(), d, "shard-000000", (fmt,), tokens, ends, {"sources": []}, meta, ctx_len,
+                              canonical_json)
+                times.append(time.perf_counter() - t)
+        out[fmt] = round(n_tokens / statistics.median(times[1:]) / 1e6, 1)
+    return {"tokens": n_tokens, "million_tokens_per_second": out}
+
+
 def format_bench(b: dict) -> str:
     lines = [
         f"input: {b['warcs']} WARCs, {b['records']:,} records, {b['docs_in']:,} HTML docs in, "
@@ -89,4 +114,8 @@ def format_bench(b: dict) -> str:
         lines.append(f"{k:<22}{v:>10.3f}{v / total:>8.1%}")
     lines.append(f"{'total':<22}{b['ms_per_doc_total']:>10.3f}")
     lines.append(f"bare bound: {b['bare_bound_docs_per_second_per_core']:,} documents/s/core")
+    if "formats" in b:
+        f = b["formats"]
+        lines.append(f"format writers ({f['tokens']:,}-token shard, one core, local disk): " + ", ".join(
+            f"{k} {v:,.0f} M tokens/s" for k, v in f["million_tokens_per_second"].items()))
     return "\n".join(lines)

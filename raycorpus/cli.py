@@ -123,7 +123,7 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     import itertools
 
-    from raycorpus.bench import bench_chain, format_bench
+    from raycorpus.bench import bench_chain, bench_formats, format_bench
     from raycorpus.manifest import iter_manifest
     from raycorpus.prepare import prepare_tokenizer
     from raycorpus.storage import Storage
@@ -133,6 +133,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     warcs = args.warc or list(itertools.islice(
         iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
     result = bench_chain(cfg, warcs, repeats=args.repeats)
+    result["formats"] = bench_formats(repeats=args.repeats)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return EXIT_OK
 

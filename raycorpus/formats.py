@@ -83,8 +83,9 @@ def packed_rows(tokens: np.ndarray, ends: np.ndarray, ctx_len: int) -> tuple[np.
     width = ctx_len + 1
     n_rows = len(tokens) // width
     rows = np.asarray(tokens[: n_rows * width]).reshape(n_rows, width)
-    positions = np.arange(n_rows * width, dtype=np.uint64)
-    docs = np.searchsorted(np.asarray(ends, np.uint64), positions, side="right").astype(np.uint32)
+    ends = np.asarray(ends, np.int64)
+    lengths = np.diff(ends, prepend=0)
+    docs = np.repeat(np.arange(len(ends), dtype=np.uint32), lengths)[: n_rows * width]
     return rows, docs.reshape(n_rows, width)
 
 

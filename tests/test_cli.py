@@ -1,5 +1,6 @@
 """The faces: `raycorpus demo` and `raycorpus run configs/demo.yaml`, as a user runs them."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,16 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
 
     r = cli("summary", str(demo / "corpus"))
     assert r.returncode == 0 and "4 committed" in r.stdout
+
+    # the benchmark, as a smoke run (figures are printed, not asserted: timings here are noisy)
+    r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "1", "--repeats", "1", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    b = json.loads(r.stdout)
+    assert b["docs_in"] > 0 and {"extract", "minhash", "dedup", "tokenize"} <= set(b["ms_per_doc"])
+    assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed"}
+
+    r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
+    assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout
 
 
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path):

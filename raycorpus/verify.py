@@ -84,6 +84,7 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
         check("docs per WARC", dict(docs_by_warc) == per_warc,
               "every committed WARC's documents are in the shards exactly once" if dict(docs_by_warc) == per_warc
               else "shard sources disagree with the ledger")
+    _check_formats(storage, out_url, state.packer.shards_closed, check)
     indexed = [e for e in committed if e.get("counts", {}).get("dedup_indexed")]
     if indexed:
         wrong = []
@@ -110,6 +111,29 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
                 check("documents", not twice, f"{len(ids):,} record ids in *{suffix}, "
                       "none twice" if not twice else f"{len(twice)} record ids appear more than once, e.g. {twice[0]}")
     return checks
+
+
+def _check_formats(storage: Storage, out_url: str, shards: int, check) -> None:
+    """Trainer-format copies: present for every closed shard, tokens equal to the canonical shard's."""
+    suffixes = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index"), "packed": (".rows.npy", ".docs.npy")}
+    for fmt, (data_suffix, other) in suffixes.items():
+        folder = join_url(out_url, fmt)
+        names = {u.rsplit("/", 1)[-1] for u in storage.list(folder)}
+        if not names:
+            continue
+        bad = []
+        for i in range(shards):
+            name = shard_name(i)
+            if not {name + data_suffix, name + other, name + ".json"} <= names:
+                bad.append(f"{name}: missing files")
+                continue
+            if fmt != "packed":
+                data = storage.read_bytes(join_url(folder, name + data_suffix))
+                side = json.loads(storage.read_bytes(join_url(join_url(out_url, SHARDS_DIR), name + ".json")))
+                if hashlib.sha256(data).hexdigest() != side["sha256"]["tokens"]:
+                    bad.append(f"{name}: tokens differ from shards/")
+        ok = "files present" if fmt == "packed" else "tokens equal to shards/"
+        check(fmt, not bad, "; ".join(bad[:5]) if bad else f"{shards} shards, {ok}")
 
 
 def _record_ids(storage: Storage, url: str) -> list[str]:

@@ -317,5 +317,14 @@ def test_trainer_formats_beside_the_shards(reference, crawl, tmp_path):
     assert json.loads(pq.read_schema(next((out / "documents").glob("*.parquet"))).metadata[b"raycorpus"])[
         "tokenizer_sha256"] == ref_summary.get("tokenizer_sha256", json.loads((out / "run.json").read_text())[
             "tokenizer_sha256"])
+    try:
+        import datasets
+    except ImportError:
+        datasets = None  # the test extra installs it; the pyarrow read above still ran
+    if datasets is not None:
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        ds = datasets.load_dataset("parquet", data_files=str(out / "documents" / "*.parquet"), split="train",
+                                   cache_dir=str(tmp_path / "hf-cache"))
+        assert len(ds) == s["docs"]["kept"] and ds[0]["text"] and ds[0]["warc"]
     checks = verify_output(st, str(out))
     assert all(c.ok for c in checks), format_checks(checks)

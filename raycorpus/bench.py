@@ -103,7 +103,7 @@ def bench_formats(n_tokens: int = 20_000_000, repeats: int = 3, ctx_len: int = 2
     return {"tokens": n_tokens, "million_tokens_per_second": out}
 
 
-def format_bench(b: dict) -> str:
+def format_bench(b: dict, formats: dict | None = None) -> str:
     lines = [
         f"input: {b['warcs']} WARCs, {b['records']:,} records, {b['docs_in']:,} HTML docs in, "
         f"{b['docs_kept']:,} kept, {b['tokens']:,} tokens (median of {b['repeats']} runs after a warm-up)",
@@ -114,8 +114,8 @@ def format_bench(b: dict) -> str:
         lines.append(f"{k:<22}{v:>10.3f}{v / total:>8.1%}")
     lines.append(f"{'total':<22}{b['ms_per_doc_total']:>10.3f}")
     lines.append(f"bare bound: {b['bare_bound_docs_per_second_per_core']:,} documents/s/core")
-    if "formats" in b:
-        f = b["formats"]
+    if formats:
+        f = formats
         lines.append(f"format writers ({f['tokens']:,}-token shard, one core, local disk): " + ", ".join(
             f"{k} {v:,.0f} M tokens/s" for k, v in f["million_tokens_per_second"].items()))
     return "\n".join(lines)

@@ -129,12 +129,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from raycorpus.storage import Storage
 
     cfg = load_config(args.config)
-    prepare_tokenizer(cfg)
+    token_meta = prepare_tokenizer(cfg).meta()
     warcs = args.warc or list(itertools.islice(
         iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
-    result = bench_chain(cfg, warcs, repeats=args.repeats)
+    workers = [int(w) for w in args.workers.split(",") if w]
+    if args.no_pipeline or not workers:
+        result = {"chain": bench_chain(cfg, warcs, repeats=args.repeats)}
+    else:
+        from raycorpus.runtime.benchmark import bench_all
+
+        result = bench_all(cfg, warcs, token_meta, copies=args.copies, workers=tuple(workers), repeats=args.repeats)
     result["formats"] = bench_formats(repeats=args.repeats)
-    print(json.dumps(result, indent=1) if args.json else format_bench(result))
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(format_bench(result["chain"], result["formats"]))
+        if "pipeline" in result:
+            from raycorpus.runtime.benchmark import format_pipeline
+
+            print(format_pipeline(result))
     return EXIT_OK
 
 
@@ -249,11 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--sample-docs", type=int, default=20000)
     t.set_defaults(func=cmd_train_tokenizer)
 
-    b = sub.add_parser("bench", help="per-stage cost of the document chain on one core, in-process")
+    b = sub.add_parser("bench", help="per-stage cost on one core, the bare bound, and the Ray pipeline's rate")
     b.add_argument("config")
     b.add_argument("warc", nargs="*", help="WARC files or urls (default: the first --warcs of the manifest)")
     b.add_argument("--warcs", type=int, default=2)
-    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--repeats", type=int, default=3, help="timed runs after a warm-up (medians reported)")
+    b.add_argument("--workers", default="1,2", help="worker counts of the end-to-end Ray runs")
+    b.add_argument("--copies", type=int, default=4, help="times the input is listed in the Ray runs' manifest")
+    b.add_argument("--no-pipeline", action="store_true", help="only the in-process figures")
+    b.add_argument("--save", help="also write the JSON here (for tracking across commits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
 

@@ -36,11 +36,16 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     assert r.returncode == 0 and "4 committed" in r.stdout
 
     # the benchmark, as a smoke run (figures are printed, not asserted: timings here are noisy)
-    r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "1", "--repeats", "1", "--json")
+    r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "2", "--repeats", "1", "--copies", "1",
+            "--save", str(tmp_path / "bench.json"))
     assert r.returncode == 0, r.stderr[-3000:]
-    b = json.loads(r.stdout)
-    assert b["docs_in"] > 0 and {"extract", "minhash", "dedup", "tokenize"} <= set(b["ms_per_doc"])
+    assert "bare bound" in r.stdout and "efficiency" in r.stdout and "scaling 1 -> 2 workers" in r.stdout
+    b = json.loads((tmp_path / "bench.json").read_text())
+    chain = b["chain"]
+    assert chain["docs_in"] > 0 and {"extract", "minhash", "dedup", "tokenize"} <= set(chain["ms_per_doc"])
     assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed"}
+    assert set(b["pipeline"]) == {"1", "2"} and all(p["docs_in"] == chain["docs_in"] for p in b["pipeline"].values())
+    assert b["pipeline"]["2"]["peak_rss_mb"]["workers"] > 0
 
     r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
     assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout

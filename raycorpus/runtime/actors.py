@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 
 import numpy as np
 import ray
@@ -17,8 +18,18 @@ from raycorpus.pipeline import WarcProcessor
 from raycorpus.storage import Storage, join_url
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set size (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+class _Measured:
+    def peak_rss_mb(self) -> float:
+        return peak_rss_mb()
+
+
 @ray.remote
-class WarcWorker:
+class WarcWorker(_Measured):
     """Stateless: one WARC in, (summary, documents, dedup keys) out."""
 
     def __init__(self, cfg: Config, decontam_index=None):
@@ -39,7 +50,7 @@ class WarcWorker:
 
 
 @ray.remote
-class TokenizerActor:
+class TokenizerActor(_Measured):
     """Encodes a committed WARC's documents (and writes its documents file, if asked)."""
 
     def __init__(self, cfg: Config):
@@ -69,7 +80,7 @@ class TokenizerActor:
 
 
 @ray.remote
-class LshShardActor:
+class LshShardActor(_Measured):
     """One slice of the dedup index: a cache, rebuilt from committed WARCs' dedup records."""
 
     def __init__(self, layout: Layout, index: int, cfg: Config):
@@ -95,7 +106,7 @@ class LshShardActor:
 
 
 @ray.remote
-class PackerActor:
+class PackerActor(_Measured):
     """The single writer. Rebuilt from the ledger if it is ever restarted."""
 
     def __init__(self, cfg: Config, token_meta: dict):

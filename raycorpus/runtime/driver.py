@@ -24,7 +24,7 @@ from raycorpus import __version__
 from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
 from raycorpus.manifest import count_manifest, iter_manifest_entries
-from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker
+from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, peak_rss_mb
 from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.progress import Progress
 from raycorpus.storage import Storage
@@ -262,6 +262,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         return {**summary, "counts": counts}, info
 
     dedup_stats: dict = {}
+    memory: dict = {}
     try:
         while next_commit < total:
             pool.resize()
@@ -327,6 +328,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         last = ray.get(packer.finish.remote())
         progress.update(last, inflight=0, workers=len(pool.ready), buffered=0)
         dedup_stats = _dedup_stats(dedup, ledger.load().totals.get("dedup_indexed", 0))
+        memory = _peak_memory(pool, tokenizers, packer, dedup)
     except KeyboardInterrupt:
         progress.close()
         _checkpoint_committed(packer, commits)
@@ -348,7 +350,22 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         "startup_seconds": round(t_start - t_init, 3),
         "workers": max_workers,
         **({"dedup": dedup_stats} if dedup is not None else {}),
+        "peak_rss_mb": memory,
     })
+
+
+def _peak_memory(pool: WorkerPool, tokenizers: list, packer, dedup: DedupStage | None) -> dict:
+    """Peak RSS per role (the largest of each group), in MB; best effort."""
+    groups = {"workers": list(pool.ready), "tokenizers": tokenizers, "packer": [packer],
+              "lsh_shards": dedup.actors if dedup is not None else []}
+    out = {"driver": peak_rss_mb()}
+    for role, actors in groups.items():
+        if actors:
+            try:
+                out[role] = max(ray.get([a.peak_rss_mb.remote() for a in actors], timeout=30))
+            except (GetTimeoutError, RayTaskError, *ACTOR_LOST):
+                pass
+    return out
 
 
 def _is_alive(actor) -> bool:

@@ -36,6 +36,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         for i, url in enumerate(warcs):
             res = proc.process(i, url)
             counts.update(res.counts)
+            counts["bytes_read"] += res.bytes_read
             kept = res.docs
             if dedup is not None:  # the committer's share: LSH query, verification, insert
                 t = time.perf_counter_ns()
@@ -70,6 +71,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         "docs_in": counts["html"],
         "docs_kept": counts["kept"],
         "tokens": len(tokens),
+        "bytes_read": counts["bytes_read"],
         "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},
         "ms_per_doc_total": round(total_ms, 4),
         "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,

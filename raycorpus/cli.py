@@ -198,6 +198,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from raycorpus.manifest import count_manifest
+    from raycorpus.plan import format_plan, plan
+    from raycorpus.storage import Storage
+
+    try:
+        bench = json.loads(Path(args.bench).read_text())
+        bench["chain"]["ms_per_doc_total"]
+    except (OSError, ValueError, KeyError, TypeError):
+        _err(f"{args.bench}: not a `raycorpus bench --save` JSON")
+        return EXIT_USAGE
+    warcs = args.warcs or (count_manifest(args.manifest, None, Storage()) if args.manifest else 0)
+    if not warcs:
+        _err("give --manifest (a warc.paths[.gz]) or --warcs N")
+        return EXIT_USAGE
+    p = plan(bench, warcs=warcs, workers=args.workers, shards=args.shards, warc_bytes=args.warc_bytes,
+             efficiency=args.efficiency, extra_formats=args.extra_formats)
+    print(json.dumps(p, indent=1) if args.json else format_plan(p))
+    return EXIT_OK
+
+
 def cmd_mix(args: argparse.Namespace) -> int:
     from raycorpus.mix import build_mix, format_plan, load_mix_config
 
@@ -289,6 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--tokenizer", help="tokenizer.json to decode each document's tokens (default: token ids)")
     i.add_argument("--width", type=int, default=100, help="characters of each document's text shown")
     i.set_defaults(func=cmd_inspect)
+    pl = sub.add_parser("plan", help="core-hours, wall time, LSH memory, output and S3 rate for a full crawl")
+    pl.add_argument("bench", help="a `raycorpus bench --save` JSON")
+    pl.add_argument("--manifest", help="the crawl's warc.paths(.gz), local or remote")
+    pl.add_argument("--warcs", type=int, help="number of WARCs (instead of --manifest)")
+    pl.add_argument("--workers", type=int, default=1000)
+    pl.add_argument("--shards", type=int, default=16, help="LSH shard actors")
+    pl.add_argument("--warc-bytes", type=float, help="bytes per crawl WARC (CC: ~1e9; default: the benchmarked ones)")
+    pl.add_argument("--efficiency", type=float, help="default: measured by the bench's Ray runs, else 0.85")
+    pl.add_argument("--extra-formats", type=int, default=0, help="token formats written besides shards/")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
     m = sub.add_parser("mix", help="mix built corpora by weights into a reproducible training order")
     m.add_argument("config", help="MIX.yaml: domains (name, path, weight), tokens, ctx_len, temperature, output")
     m.set_defaults(func=cmd_mix)

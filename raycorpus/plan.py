@@ -1,0 +1,107 @@
+"""Capacity planner (``raycorpus plan``): a full crawl's cost from measured per-stage rates.
+
+Input: a ``raycorpus bench --save`` JSON (per-stage cost per input document, documents,
+kept documents, tokens and bytes per WARC of the benchmarked input, and the pipeline's
+measured efficiency) and the crawl's size (a manifest, or ``--warcs``). A crawl WARC is
+taken to hold ``warc_bytes / bench bytes-per-WARC`` times the benchmarked WARC's documents
+(Common Crawl: ~1 GB and ~30-40 k HTML pages per WARC), with the same funnel.
+
+Model: CPU seconds per WARC = documents x the bound's ms per document; wall time =
+WARCs x CPU seconds / (workers x efficiency); LSH memory = kept documents x bytes per
+indexed document (tables + signature store) / shards; output = tokens x bytes per token
+(+ one copy per extra token format); S3 = one streamed GET per WARC plus retries
+(``read_requests_per_warc``), spread over the run.
+"""
+
+from __future__ import annotations
+
+import math
+
+TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
+STORE_BYTES_PER_DOC = 456  # id + 112 x uint32 signature (8 with verify off)
+S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
+
+
+def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
+         efficiency: float | None = None, token_bytes: int = 2, extra_formats: int = 0, verify: bool = True,
+         read_requests_per_warc: float = 1.2) -> dict:
+    chain = bench["chain"]
+    n_bench = max(1, bench.get("input_warcs", chain["warcs"]) * bench.get("copies", 1))
+    bytes_per_warc = chain.get("bytes_read", 0) / max(1, chain["warcs"])
+    scale = warc_bytes / bytes_per_warc if warc_bytes and bytes_per_warc else 1.0
+    # the bench lists its input `copies` times: copies after the first are exact duplicates, so what survives
+    # dedup is counted per distinct input WARC
+    distinct = max(1, bench.get("input_warcs", chain["warcs"]))
+    docs_per_warc = chain["docs_in"] / chain["warcs"] * scale
+    kept_per_warc = chain["docs_kept"] / distinct * scale
+    tokens_per_warc = chain["tokens"] / distinct * scale
+    cpu_s_per_warc = docs_per_warc * chain["ms_per_doc_total"] / 1000
+    measured_eff = None
+    pipe = bench.get("pipeline", {})
+    if pipe:
+        best = max(pipe, key=int)
+        measured_eff = pipe[best].get("efficiency")
+    eff = efficiency or measured_eff or 0.85
+    wall_s = warcs * cpu_s_per_warc / (workers * eff)
+    kept = kept_per_warc * warcs
+    per_doc = TABLE_BYTES_PER_DOC + (STORE_BYTES_PER_DOC if verify else 8)
+    tokens = tokens_per_warc * warcs
+    out = {
+        "warcs": warcs,
+        "workers": workers,
+        "efficiency": round(eff, 3),
+        "per_warc": {
+            "docs_in": round(docs_per_warc),
+            "docs_kept": round(kept_per_warc),
+            "tokens": round(tokens_per_warc),
+            "cpu_seconds": round(cpu_s_per_warc, 2),
+            "wall_seconds_per_worker": round(cpu_s_per_warc / eff, 2),
+        },
+        "core_hours": round(warcs * cpu_s_per_warc / eff / 3600, 1),
+        "wall_hours": round(wall_s / 3600, 2),
+        "docs_kept": round(kept),
+        "tokens": round(tokens),
+        "output_bytes": round(tokens * token_bytes * (1 + extra_formats)),
+        "lsh_shards": shards,
+        "lsh_bytes_per_shard": round(kept * per_doc / shards),
+        "s3_get_per_second": round(warcs * read_requests_per_warc / wall_s, 2) if wall_s else None,
+        "read_bytes_per_second": round(warcs * (warc_bytes or bytes_per_warc) / wall_s) if wall_s else None,
+        "warnings": [],
+    }
+    if out["s3_get_per_second"] and out["s3_get_per_second"] > S3_GET_LIMIT / 10:
+        out["warnings"].append(
+            f"{out['s3_get_per_second']:,.0f} GET/s against one bucket prefix: the commoncrawl bucket answers "
+            f"SlowDown well below S3's {S3_GET_LIMIT:,}/s under shared load; cap storage.max_concurrency or workers")
+    if out["lsh_bytes_per_shard"] > 64 * 2**30:
+        need = math.ceil(kept * per_doc / (32 * 2**30))
+        out["warnings"].append(f"{out['lsh_bytes_per_shard'] / 2**30:,.0f} GiB per LSH shard: use dedup.shards >= "
+                               f"{need} (32 GiB each)")
+    if pipe and str(workers) in pipe and n_bench:
+        # predict the measured run from the *other* run's efficiency (when there is one): a real test of the model
+        other = [k for k in pipe if k != str(workers)]
+        e = pipe[other[0]]["efficiency"] if other else eff
+        measured = pipe[str(workers)]["wall_seconds"] / n_bench
+        predicted = chain["docs_in"] / chain["warcs"] * chain["ms_per_doc_total"] / 1000 / (workers * e)
+        out["check"] = {"predicted_seconds_per_warc": round(predicted, 3), "measured_seconds_per_warc":
+                        round(measured, 3), "ratio": round(predicted / measured, 3)}
+    return out
+
+
+def format_plan(p: dict) -> str:
+    w = p["per_warc"]
+    lines = [
+        f"per WARC      {w['docs_in']:,} docs in, {w['docs_kept']:,} kept, {w['tokens']:,} tokens, "
+        f"{w['cpu_seconds']:,.1f} CPU s ({w['wall_seconds_per_worker']:,.1f} s per worker at efficiency "
+        f"{p['efficiency']})",
+        f"crawl         {p['warcs']:,} WARCs: {p['core_hours']:,.0f} core-hours; {p['wall_hours']:,.1f} h wall "
+        f"on {p['workers']:,} workers",
+        f"output        {p['docs_kept']:,} documents, {p['tokens']:,} tokens, {p['output_bytes'] / 1e9:,.1f} GB",
+        f"dedup         {p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}",
+        f"S3            {p['s3_get_per_second']:,.1f} GET/s, {p['read_bytes_per_second'] / 1e6:,.0f} MB/s read",
+    ]
+    if "check" in p:
+        c = p["check"]
+        lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "
+                     f"{p['workers']} workers, measured {c['measured_seconds_per_warc']} (ratio {c['ratio']})")
+    lines += [f"WARNING       {x}" for x in p["warnings"]]
+    return "\n".join(lines)

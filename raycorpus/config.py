@@ -70,6 +70,10 @@ class WarcConfig(_Model):
     max_record_bytes: int = Field(8 * 2**20, ge=1024, description="skip HTTP payloads larger than this")
     max_attempts: int = Field(3, ge=1, description="tries per WARC before it is listed as failed")
     retry_backoff_seconds: float = Field(2.0, ge=0)
+    timeout_seconds: float = Field(
+        3600.0, gt=0, description="a WARC still processing after this long is abandoned (its worker is killed and "
+        "replaced) and retried: a hung read or pathological page cannot wedge a worker"
+    )
 
 
 class TrainTokenizerConfig(_Model):
@@ -147,6 +151,7 @@ class Config(_Model):
         d["input"].pop("limit")
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
+        d["warc"].pop("timeout_seconds")
         d["dedup"].pop("shards")
         d["dedup"].pop("expected_docs")
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -328,3 +328,18 @@ def test_trainer_formats_beside_the_shards(reference, crawl, tmp_path):
         assert len(ds) == s["docs"]["kept"] and ds[0]["text"] and ds[0]["warc"]
     checks = verify_output(st, str(out))
     assert all(c.ok for c in checks), format_checks(checks)
+
+
+def test_a_hung_warc_times_out_and_is_listed_as_failed(crawl, tmp_path, ray_address):
+    c, tok = crawl
+    fifo = tmp_path / "hangs.warc.gz"
+    os.mkfifo(fifo)  # opening it for reading blocks forever: a real hang, in a real worker
+    lines = c.manifest_path.read_text().split()
+    manifest = tmp_path / "warc.paths"
+    manifest.write_text("\n".join([str(c.manifest_path.parent / lines[0]), str(fifo),
+                                   str(c.manifest_path.parent / lines[1])]))
+    s = run(make_config(str(manifest), str(tmp_path / "out"), tok, ray={"workers": 2},
+                        warc={"timeout_seconds": 3, "max_attempts": 2}))
+    assert s["warcs"] == {"total": 3, "committed": 2, "failed": 1, "pending": 0}
+    assert s["failed"][0]["warc"] == str(fifo) and s["failed"][0]["attempts"] == 2
+    assert "timed out after 3 s" in s["failed"][0]["error"]

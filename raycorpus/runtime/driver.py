@@ -49,6 +49,8 @@ class Task:
     url: str  # where it is read from
     attempts: int = 0
     error: str = ""
+    started: float = 0.0  # monotonic time of the current attempt's dispatch
+    timed_out: bool = False
 
 
 def init_ray(cfg: Config) -> None:
@@ -263,6 +265,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
 
     dedup_stats: dict = {}
     memory: dict = {}
+    killed: set = set()  # workers killed for a timeout
     try:
         while next_commit < total:
             pool.resize()
@@ -274,10 +277,18 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                     break
                 actor = pool.pick()
                 task.attempts += 1
+                task.started, task.timed_out = time.monotonic(), False
                 meta_ref, *data_refs = actor.process.remote(task.ordinal, task.url)
                 inflight[meta_ref] = (task, actor, tuple(data_refs))
                 pool.ready[actor] += 1
                 highest_dispatched = max(highest_dispatched, task.ordinal)
+            # abandon WARCs past the timeout: killing the worker fails the call, which is then retried
+            now = time.monotonic()
+            for task, actor, _ in list(inflight.values()):
+                if not task.timed_out and now - task.started > cfg.warc.timeout_seconds:
+                    task.timed_out = True
+                    killed.add(actor)
+                    pool.remove(actor)
             # collect
             if inflight:
                 done, _ = ray.wait(list(inflight), num_returns=1, timeout=0.25)
@@ -294,7 +305,10 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
                     processed += 1
                     bytes_read += summary["bytes_read"]
                 except (RayTaskError, *ACTOR_LOST) as e:
-                    task.error = _error_text(e)
+                    task.error = (f"timed out after {cfg.warc.timeout_seconds:g} s (warc.timeout_seconds)"
+                                  if task.timed_out else _error_text(e))
+                    if actor in killed and not task.timed_out:
+                        task.attempts -= 1  # lost with a worker killed for another WARC's timeout: not its fault
                     if isinstance(e, ACTOR_LOST):
                         pool.remove(actor)
                         pool.resize(force=True)

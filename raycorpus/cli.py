@@ -29,6 +29,7 @@ def _budget_exceeded(cfg: Config, summary: dict) -> bool:
 def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
     """Prepare the tokenizer, run (or resume) the build, write and print the summary."""
     from raycorpus.ledger import LedgerError
+    from raycorpus.lock import OutputLocked
     from raycorpus.manifest import ManifestError
     from raycorpus.prepare import prepare_tokenizer
     from raycorpus.runtime.driver import RunInterrupted, run_build
@@ -40,7 +41,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
     try:
         encoder = prepare_tokenizer(cfg)
         summary = run_build(cfg, encoder.meta(), progress_mode=progress)
-    except (TokenizerError, LedgerError, ManifestError) as e:
+    except (TokenizerError, LedgerError, ManifestError, OutputLocked) as e:
         _err(str(e))
         return EXIT_USAGE
     except NotFound as e:

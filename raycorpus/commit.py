@@ -20,7 +20,8 @@ from raycorpus.storage import Storage
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
                  checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
-                 ctx_len: int | None = None):
+                 ctx_len: int | None = None, fence=None):
+        self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
         storage.remove_partial_writes(out_url)  # a killed predecessor's half-written temp files
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
@@ -74,6 +75,8 @@ class CorpusWriter:
         """Make everything committed so far durable: segments first, then the ledger file."""
         if not self._entries and not complete:
             return self.progress()
+        if self.fence is not None:
+            self.fence()
         self.state.packer = self.packer.finish() if complete else self.packer.persist_open()
         self.state.complete = complete
         self.state.seq += 1

@@ -343,3 +343,23 @@ def test_a_hung_warc_times_out_and_is_listed_as_failed(crawl, tmp_path, ray_addr
     assert s["warcs"] == {"total": 3, "committed": 2, "failed": 1, "pending": 0}
     assert s["failed"][0]["warc"] == str(fifo) and s["failed"][0]["attempts"] == 2
     assert "timed out after 3 s" in s["failed"][0]["error"]
+
+
+def test_a_second_run_on_the_same_output_is_refused(reference, crawl, tmp_path):
+    c, tok = crawl
+    ref_out, _ = reference
+    out = tmp_path / "out"
+    cfg_path = tmp_path / "c.yaml"
+    cfg_path.write_text(json.dumps({
+        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000},
+        "tokenizer": {"path": tok}, "ray": {"workers": 1}, "run": {"checkpoint_interval_seconds": 0}}))
+    cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path), "--progress", "off"]
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "lock.json").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 2 and "is being written by run" in second.stderr, second.stderr[-2000:]
+    assert shard_digests(out) == shard_digests(ref_out) and not (out / "lock.json").exists()

@@ -14,6 +14,7 @@ from raycorpus.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, re
 from raycorpus.dedup.output import apply_decision
 from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.document import Document
+from raycorpus.lock import OutputLock
 from raycorpus.pipeline import WarcProcessor
 from raycorpus.storage import Storage, join_url
 
@@ -109,10 +110,12 @@ class LshShardActor(_Measured):
 class PackerActor(_Measured):
     """The single writer. Rebuilt from the ledger if it is ever restarted."""
 
-    def __init__(self, cfg: Config, token_meta: dict):
+    def __init__(self, cfg: Config, token_meta: dict, run_id: str | None = None):
+        storage = Storage(cfg.storage)
+        fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(
-            Storage(cfg.storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
-            cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len,
+            storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta,
+            cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len, fence,
         )
 
     def progress(self) -> dict:

@@ -23,6 +23,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from raycorpus import __version__
 from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
+from raycorpus.lock import OutputLock
 from raycorpus.manifest import count_manifest, iter_manifest_entries
 from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, peak_rss_mb
 from raycorpus.runtime.dedup import DedupStage
@@ -36,6 +37,7 @@ except ImportError:  # pragma: no cover
     ActorUnavailableError = RayActorError
 
 ACTOR_LOST = (RayActorError, ActorUnavailableError)
+LEASE_REFRESH_SECONDS = 15.0  # lock.json heartbeat (the lease is 120 s)
 
 
 class RunInterrupted(Exception):
@@ -171,6 +173,16 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     if cfg.input.limit:
         total = min(total, cfg.input.limit)
     ledger = Ledger(storage, cfg.output.path)
+    lock = OutputLock(storage, cfg.output.path)
+    lock.acquire()  # refuses while another live run writes this output
+    try:
+        return _run_locked(cfg, token_meta, progress_mode, storage, total, ledger, lock)
+    finally:
+        lock.release()
+
+
+def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storage: Storage, total: int,
+                ledger: Ledger, lock: OutputLock) -> dict:
     check_run_identity(ledger, {
         "raycorpus": __version__,
         "config_fingerprint": cfg.fingerprint(),
@@ -186,7 +198,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
 
     init_ray(cfg)
     t_init = time.monotonic()
-    packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta)
+    packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta, lock.run_id)
     start = ray.get(packer.progress.remote())["next_ordinal"]
     tokenizers = [
         TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg)
@@ -267,7 +279,11 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
     memory: dict = {}
     killed: set = set()  # workers killed for a timeout
     try:
+        last_beat = time.monotonic()
         while next_commit < total:
+            if time.monotonic() - last_beat > LEASE_REFRESH_SECONDS:
+                lock.refresh()
+                last_beat = time.monotonic()
             pool.resize()
             pool.poll_starting()
             # dispatch

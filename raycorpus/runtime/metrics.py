@@ -1,0 +1,140 @@
+"""Live metrics through ``ray.util.metrics``: exported by every node's Ray metrics agent.
+
+Ray prefixes each name with ``ray_`` on the metrics endpoint (``raycorpus_docs_in_total``
+is scraped as ``ray_raycorpus_docs_in_total``), next to Ray's own metrics, so KubeRay's
+PodMonitors and any Prometheus that scrapes Ray see them without another endpoint. Every
+series carries the ``output`` tag (the output path) so several builds on one cluster stay
+apart. ``CATALOGUE`` is the single list of what raycorpus declares: the dashboard, the alert
+rules and their tests are checked against it.
+
+Recording is cheap (one call per WARC and stage, never per document) and must never fail a
+build: a metrics error is swallowed after a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+PREFIX = "ray_"  # what Ray adds on export
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    kind: str  # counter | gauge | histogram
+    help: str
+    tags: tuple[str, ...] = ()
+    boundaries: tuple[float, ...] = ()
+
+
+_SECONDS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    # WARC progress (driver)
+    MetricSpec("raycorpus_warcs", "gauge",
+               "WARCs by state: total, pending, in_flight, buffered (finished, awaiting commit), committed, failed",
+               ("state",)),
+    MetricSpec("raycorpus_warc_retries_total", "counter", "WARC attempts that failed and were scheduled again"),
+    MetricSpec("raycorpus_eta_seconds", "gauge", "estimated seconds until every WARC is committed"),
+    MetricSpec("raycorpus_workers", "gauge", "extraction workers ready in the pool"),
+    MetricSpec("raycorpus_cluster_cpus", "gauge", "CPUs in the Ray cluster, as the driver sees them"),
+    # documents (driver, at commit)
+    MetricSpec("raycorpus_docs_in_total", "counter", "HTML documents read from committed WARCs"),
+    MetricSpec("raycorpus_docs_kept_total", "counter", "documents written to the shards"),
+    MetricSpec("raycorpus_docs_dropped_total", "counter", "documents dropped, by stage and reason",
+               ("stage", "reason")),
+    MetricSpec("raycorpus_bytes_read_total", "counter", "WARC bytes read by the workers (committed WARCs)"),
+    MetricSpec("raycorpus_tokens_total", "counter", "tokens written to the shards (EOS included)"),
+    MetricSpec("raycorpus_shards_total", "counter", "token shards closed and made durable"),
+    MetricSpec("raycorpus_storage_retries_total", "counter", "storage (S3 / HTTP) requests retried by the workers"),
+    # dedup (driver)
+    MetricSpec("raycorpus_dedup_checked_total", "counter", "documents that reached the dedup decision"),
+    MetricSpec("raycorpus_lsh_indexed_docs", "gauge", "documents held by the LSH index"),
+    # latency (workers)
+    MetricSpec("raycorpus_warc_seconds", "histogram", "seconds a worker spent processing one WARC",
+               (), _SECONDS),
+    MetricSpec("raycorpus_stage_seconds", "histogram", "seconds one WARC spent in each stage (CPU time)",
+               ("stage",), _SECONDS),
+)
+
+BY_NAME = {m.name: m for m in CATALOGUE}
+
+
+def exported_names() -> set[str]:
+    """Every series name a Prometheus scrape can show (histograms as _bucket/_sum/_count)."""
+    out = set()
+    for m in CATALOGUE:
+        base = PREFIX + m.name
+        out.update([base + s for s in ("_bucket", "_sum", "_count")] if m.kind == "histogram" else [base])
+    return out
+
+
+class Metrics:
+    """The declared metrics, created lazily in the process that records them."""
+
+    def __init__(self, output: str):
+        self.default_tags = {"output": output}
+        self._metrics: dict | None = None
+        self._broken = False
+
+    def _get(self, name: str):
+        if self._metrics is None:
+            from ray.util import metrics as rm
+
+            kinds = {"counter": rm.Counter, "gauge": rm.Gauge, "histogram": rm.Histogram}
+            made = {}
+            for m in CATALOGUE:
+                kwargs = {"description": m.help, "tag_keys": ("output", *m.tags)}
+                if m.kind == "histogram":
+                    kwargs["boundaries"] = list(m.boundaries)
+                metric = kinds[m.kind](m.name, **kwargs)
+                metric.set_default_tags(self.default_tags)
+                made[m.name] = metric
+            self._metrics = made
+        return self._metrics[name]
+
+    def _do(self, name: str, op: str, value: float, tags: dict | None) -> None:
+        if self._broken:
+            return
+        try:
+            getattr(self._get(name), op)(value, tags=tags)
+        except Exception as e:  # metrics must never fail a build
+            self._broken = True
+            log.warning("raycorpus metrics disabled: %s", e)
+
+    def inc(self, name: str, value: float = 1.0, **tags: str) -> None:
+        if value > 0:
+            self._do(name, "inc", value, tags or None)
+
+    def set(self, name: str, value: float, **tags: str) -> None:
+        self._do(name, "set", value, tags or None)
+
+    def observe(self, name: str, value: float, **tags: str) -> None:
+        self._do(name, "observe", value, tags or None)
+
+    # ---------------------------------------------------------------- what the runtime records
+
+    def warc_processed(self, counts: dict, seconds: float) -> None:
+        """Worker side, once per WARC: its processing time and per-stage CPU seconds."""
+        self.observe("raycorpus_warc_seconds", seconds)
+        for key, ns in counts.items():
+            if key.startswith("ns:"):
+                self.observe("raycorpus_stage_seconds", ns / 1e9, stage=key[3:])
+
+    def warc_committed(self, summary: dict) -> None:
+        """Driver side, once per committed WARC (in manifest order), from its summary counts."""
+        counts = summary.get("counts", {})
+        self.inc("raycorpus_docs_in_total", counts.get("html", 0))
+        self.inc("raycorpus_docs_kept_total", counts.get("kept", 0))
+        self.inc("raycorpus_bytes_read_total", summary.get("bytes_read", 0))
+        self.inc("raycorpus_storage_retries_total", summary.get("storage", {}).get("retries", 0))
+        for key, n in counts.items():
+            if key.startswith("drop:"):
+                stage, _, reason = key[5:].partition(":")
+                self.inc("raycorpus_docs_dropped_total", n, stage=stage, reason=reason or stage)
+        if "dedup_indexed" in counts:  # filter mode: kept + dedup drops; tag mode: every kept document
+            dups = sum(n for k, n in counts.items() if k.startswith("drop:dedup:"))
+            self.inc("raycorpus_dedup_checked_total", counts.get("kept", 0) + dups)

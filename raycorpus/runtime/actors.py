@@ -16,6 +16,7 @@ from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_pa
 from raycorpus.document import Document
 from raycorpus.lock import OutputLock
 from raycorpus.pipeline import WarcProcessor
+from raycorpus.runtime.metrics import Metrics
 from raycorpus.storage import Storage, join_url
 
 
@@ -35,15 +36,19 @@ class WarcWorker(_Measured):
 
     def __init__(self, cfg: Config, decontam_index=None):
         self.processor = WarcProcessor(cfg, decontam_index=decontam_index)
+        self.metrics = Metrics(cfg.output.path)
 
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
     @ray.method(num_returns=3)
     def process(self, ordinal: int, url: str) -> tuple[dict, list[Document], dict]:
+        stats = self.processor.storage.stats
+        before = dict(stats)
         result = self.processor.process(ordinal, url)
         summary = result.summary()
-        summary["storage"] = dict(self.processor.storage.stats)
+        summary["storage"] = {k: v - before.get(k, 0) for k, v in stats.items()}  # this WARC's share
+        self.metrics.warc_processed(summary["counts"], summary["seconds"], summary["storage"].get("retries", 0))
         payload = {"hashes": result.content_hashes, "sigs": result.signatures, "eligible": None}
         if self.processor.chain is not None and self.processor.chain.tag:  # dedup what filter mode would keep
             payload["eligible"] = np.array([not d.metadata.get("would_drop") for d in result.docs], bool)

@@ -27,6 +27,7 @@ from raycorpus.lock import OutputLock
 from raycorpus.manifest import count_manifest, iter_manifest_entries
 from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, peak_rss_mb
 from raycorpus.runtime.dedup import DedupStage
+from raycorpus.runtime.metrics import Metrics
 from raycorpus.runtime.progress import Progress
 from raycorpus.storage import Storage
 from raycorpus.summary import build_summary
@@ -230,6 +231,25 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
     max_workers = len(pool.ready)
     last = first = ray.get(packer.progress.remote())
+    metrics = Metrics(cfg.output.path)
+    reported = dict(first)  # what the token / shard counters have been advanced to
+    indexed = state.totals.get("dedup_indexed", 0)  # documents in the LSH index
+
+    def report_metrics() -> None:
+        done = last["next_ordinal"]
+        for state, n in (("total", total), ("committed", last["committed"]), ("failed", last["failed"]),
+                         ("in_flight", len(inflight)), ("buffered", len(finished)),
+                         ("pending", total - done - len(inflight) - len(finished))):
+            metrics.set("raycorpus_warcs", max(0, n), state=state)
+        eta = progress.eta_seconds(done)
+        metrics.set("raycorpus_eta_seconds", 0.0 if done >= total else (eta if eta is not None else -1.0))
+        metrics.set("raycorpus_workers", len(pool.ready))
+        metrics.set("raycorpus_cluster_cpus", ray.cluster_resources().get("CPU", 0.0))
+        for key, name in (("tokens", "raycorpus_tokens_total"), ("shards", "raycorpus_shards_total")):
+            metrics.inc(name, last[key] - reported[key])
+            reported[key] = last[key]
+        if dedup is not None:
+            metrics.set("raycorpus_lsh_indexed_docs", indexed)
 
     def reorder_limit() -> int:
         return cfg.ray.reorder_buffer or 4 * max(1, len(pool.ready))
@@ -279,7 +299,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     memory: dict = {}
     killed: set = set()  # workers killed for a timeout
     try:
-        last_beat = time.monotonic()
+        last_beat = last_report = time.monotonic()
         while next_commit < total:
             if time.monotonic() - last_beat > LEASE_REFRESH_SECONDS:
                 lock.refresh()
@@ -330,6 +350,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                         pool.resize(force=True)
                     if task.attempts < cfg.warc.max_attempts:
                         retried += 1
+                        metrics.inc("raycorpus_warc_retries_total")
                         delay = cfg.warc.retry_backoff_seconds * 2 ** (task.attempts - 1)
                         delay *= random.uniform(0.5, 1.5)
                         heapq.heappush(retry_heap, (time.monotonic() + delay, task.ordinal, task))
@@ -346,17 +367,23 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                     decision = None
                     if dedup is not None:
                         summary, decision = dedup_decide(task, summary, dedup_ref)
+                    metrics.warc_committed(summary)
+                    indexed += summary["counts"].get("dedup_indexed", 0)
                     encoded = next(rr).encode.remote(task.ordinal, task.warc, docs_ref, decision)
                     commits.append(packer.commit.remote(task.ordinal, task.warc, summary, encoded, task.attempts))
                 next_commit += 1
             while commits and (len(commits) > 8 or _is_ready(commits[0])):
                 last = ray.get(commits.popleft())
             progress.update(last, inflight=len(inflight), workers=len(pool.ready), buffered=len(finished))
+            if time.monotonic() - last_report > 1.0:
+                report_metrics()
+                last_report = time.monotonic()
             max_workers = max(max_workers, len(pool.ready))
         while commits:
             last = ray.get(commits.popleft())
         last = ray.get(packer.finish.remote())
         progress.update(last, inflight=0, workers=len(pool.ready), buffered=0)
+        report_metrics()
         dedup_stats = _dedup_stats(dedup, ledger.load().totals.get("dedup_indexed", 0))
         memory = _peak_memory(pool, tokenizers, packer, dedup)
     except KeyboardInterrupt:

@@ -117,9 +117,10 @@ class Metrics:
 
     # ---------------------------------------------------------------- what the runtime records
 
-    def warc_processed(self, counts: dict, seconds: float) -> None:
-        """Worker side, once per WARC: its processing time and per-stage CPU seconds."""
+    def warc_processed(self, counts: dict, seconds: float, storage_retries: int = 0) -> None:
+        """Worker side, once per WARC: its processing time, per-stage CPU seconds, storage retries."""
         self.observe("raycorpus_warc_seconds", seconds)
+        self.inc("raycorpus_storage_retries_total", storage_retries)
         for key, ns in counts.items():
             if key.startswith("ns:"):
                 self.observe("raycorpus_stage_seconds", ns / 1e9, stage=key[3:])
@@ -130,7 +131,6 @@ class Metrics:
         self.inc("raycorpus_docs_in_total", counts.get("html", 0))
         self.inc("raycorpus_docs_kept_total", counts.get("kept", 0))
         self.inc("raycorpus_bytes_read_total", summary.get("bytes_read", 0))
-        self.inc("raycorpus_storage_retries_total", summary.get("storage", {}).get("retries", 0))
         for key, n in counts.items():
             if key.startswith("drop:"):
                 stage, _, reason = key[5:].partition(":")

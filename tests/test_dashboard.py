@@ -1,0 +1,238 @@
+"""The Grafana dashboard (dashboards/raycorpus.json): Grafana 11.6's JSON Schema, PromQL that parses (real
+promtool and promql-parser), only metrics raycorpus declares, and a broken copy that the same checks reject."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+
+import jsonschema
+import pytest
+
+from raycorpus.runtime.metrics import BY_NAME, CATALOGUE, PREFIX, MetricSpec, exported_names
+from tests import promql
+from tests.conftest import REPO, SHARED, need_shared
+
+DASHBOARD = REPO / "dashboards" / "raycorpus.json"
+GRAFANA_SCHEMAS = SHARED / "data" / "deploy-schemas" / "grafana-jsonschema"
+# labels a raycorpus series may be selected on besides its declared tags: the output tag every series carries,
+# KubeRay's cluster label, Ray's own labels
+COMMON_LABELS = {"output", "ray_io_cluster", "SessionName", "NodeAddress", "Component", "Version", "instance", "job"}
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict:
+    return json.loads(DASHBOARD.read_text())
+
+
+def _schema(name: str) -> dict:
+    return json.loads(need_shared(GRAFANA_SCHEMAS / f"{name}.jsonschema.json").read_text())
+
+
+def _definition_validator(name: str, definition: str) -> jsonschema.Draft7Validator:
+    """A validator for one definition of a plugin's schema file (those files hold only ``definitions``)."""
+    schema = _schema(name)
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    return jsonschema.Draft7Validator({"$ref": f"#/definitions/{definition}", "definitions": schema["definitions"]})
+
+
+def schema_errors(board: dict) -> list[str]:
+    """Where ``board`` breaks Grafana 11.6's dashboard schema, the timeseries / stat option schemas, or the
+    Prometheus query schema (for every target)."""
+    dashboard_schema = _schema("dashboard")
+    assert dashboard_schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    jsonschema.Draft7Validator.check_schema(dashboard_schema)
+    errors = [f"dashboard {e.json_path}: {e.message}"
+              for e in jsonschema.Draft7Validator(dashboard_schema).iter_errors(board)]
+    by_plugin = {
+        "timeseries": (_definition_validator("timeseries", "Options"),
+                       _definition_validator("timeseries", "FieldConfig")),
+        "stat": (_definition_validator("stat", "Options"), None),
+    }
+    query = _definition_validator("prometheus", "Dataquery")
+    for panel in board.get("panels", []):
+        where = f"panel {panel.get('id')} {panel.get('title')!r}"
+        options, field_config = by_plugin.get(panel.get("type"), (None, None))
+        if options is not None:
+            errors += [f"{where} options {e.json_path}: {e.message}" for e in options.iter_errors(panel["options"])]
+        if field_config is not None:
+            custom = panel["fieldConfig"]["defaults"].get("custom", {})
+            errors += [f"{where} custom {e.json_path}: {e.message}" for e in field_config.iter_errors(custom)]
+        for target in panel.get("targets", []):
+            errors += [f"{where} target {e.json_path}: {e.message}" for e in query.iter_errors(target)]
+    return errors
+
+
+def queries(board: dict) -> list[tuple[str, str]]:
+    """(where, PromQL with Grafana's variables substituted) for every expression of ``board``."""
+    return [(where, promql.substitute_grafana_variables(expr)) for where, expr in promql.dashboard_queries(board)]
+
+
+def promtool_errors(board: dict, folder) -> str:
+    """promtool's complaint about ``board``'s expressions ('' when they all parse)."""
+    if promql.promtool() is None:
+        pytest.skip("promtool not installed (Debian package prometheus): PromQL is not checked by Prometheus")
+    checked = promql.promtool_check(queries(board), folder)
+    return "" if checked.returncode == 0 else checked.stdout + checked.stderr
+
+
+def parser_errors(board: dict) -> list[str]:
+    pytest.importorskip("promql_parser", reason="promql-parser (PyPI, in the test extra) not installed")
+    return [f"{where}: {error}" for where, expr in queries(board) if (error := promql.parse_error(expr))]
+
+
+def declared_spec(series: str) -> MetricSpec:
+    """The catalogue entry of an exported series name (a histogram's _bucket/_sum/_count give the histogram)."""
+    name = series.removeprefix(PREFIX)
+    return BY_NAME.get(name) or BY_NAME[re.sub(r"_(bucket|sum|count)$", "", name)]
+
+
+def name_errors(board: dict) -> list[str]:
+    """Selectors of ``board`` that read a metric raycorpus does not declare, or a label its series cannot have."""
+    pytest.importorskip("promql_parser", reason="promql-parser (PyPI, in the test extra) not installed")
+    declared = exported_names()
+    errors = []
+    for where, expr in queries(board):
+        for selector in promql.selectors(expr):
+            if selector.metric not in declared:
+                errors.append(f"{where}: {selector.text} is not a metric raycorpus declares")
+                continue
+            spec = declared_spec(selector.metric)
+            allowed = COMMON_LABELS | set(spec.tags) | ({"le"} if selector.metric.endswith("_bucket") else set())
+            errors += [f"{where}: {selector.text} matches on {label!r}, which {spec.name} does not have"
+                       for label in selector.labels if label not in allowed]
+    return errors
+
+
+def missing_metrics(board: dict) -> list[str]:
+    """Catalogue metrics that no expression of ``board`` reads."""
+    pytest.importorskip("promql_parser", reason="promql-parser (PyPI, in the test extra) not installed")
+    used = {s.metric for _, expr in queries(board) for s in promql.selectors(expr)} & exported_names()
+    read = {declared_spec(name).name for name in used}
+    return [spec.name for spec in CATALOGUE if spec.name not in read]
+
+
+# ------------------------------------------------------------------------------------------------ the committed file
+
+
+def test_committed_json_is_the_build_script_output():
+    spec = importlib.util.spec_from_file_location("dashboard_build", REPO / "dashboards" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    assert DASHBOARD.read_text() == build.render(), "run: python dashboards/build.py"
+
+
+def test_validates_against_grafana_schema(dashboard):
+    assert schema_errors(dashboard) == []
+
+
+def test_variables_datasource_cluster_output(dashboard):
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    cluster = variables["cluster"]
+    assert cluster["query"] == "label_values(ray_raycorpus_warcs, ray_io_cluster)"
+    assert cluster["includeAll"] and cluster["allValue"] == ".*"  # All also matches a Prometheus without KubeRay
+    assert re.fullmatch(r"label_values\(ray_raycorpus_warcs\{.*\}, output\)", variables["output"]["query"])
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
+        for target in panel.get("targets", []):
+            assert target["datasource"]["uid"] == "${datasource}", panel["title"]
+
+
+def test_every_series_is_filtered_by_cluster_and_output_and_rates_use_rate_interval(dashboard):
+    pytest.importorskip("promql_parser", reason="promql-parser (PyPI, in the test extra) not installed")
+    cluster, output = promql.GRAFANA_TEST_VALUES["cluster"], promql.GRAFANA_TEST_VALUES["output"]
+    for where, expr in promql.dashboard_queries(dashboard):
+        if not where.startswith("panel"):
+            continue
+        for selector in promql.selectors(promql.substitute_grafana_variables(expr)):
+            assert selector.labels.get("ray_io_cluster") == f'ray_io_cluster=~"{cluster}"', (where, selector.text)
+            assert selector.labels.get("output") == f'output="{output}"', (where, selector.text)
+        windows = re.findall(r"\[([^\]]*)\]", expr)
+        assert all(w in ("$__rate_interval", "$__range") for w in windows), (where, windows)
+
+
+def test_panels_are_on_the_grid_without_overlap(dashboard):
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    taken: set[tuple[int, int]] = set()
+    for panel in panels:
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        cells = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"]) for y in range(pos["y"], pos["y"] + pos["h"])}
+        assert not cells & taken, f"{panel['title']} overlaps another panel"
+        taken |= cells
+
+
+def test_panels_cover_the_issue(dashboard):
+    titles = " | ".join(p["title"].lower() for p in dashboard["panels"])
+    for words in ("documents / s", "tokens / s", "bytes read / s", "kept vs dropped", "eta", "progress",
+                  "failed", "retries", "dedup rate", "lsh", "workers vs cluster cpus", "per-stage latency p95",
+                  "per-stage latency mean", "per-warc latency"):
+        assert words in titles, words
+    kinds = {p["type"] for p in dashboard["panels"]}
+    assert {"timeseries", "stat", "bargauge"} <= kinds
+
+
+# ------------------------------------------------------------------------------------------------ PromQL
+
+
+def test_every_expression_parses_with_promtool(dashboard, tmp_path):
+    assert len(queries(dashboard)) >= 30
+    assert promtool_errors(dashboard, tmp_path) == ""
+
+
+def test_every_expression_parses_with_promql_parser(dashboard):
+    assert parser_errors(dashboard) == []
+
+
+def test_only_declared_metrics_and_labels(dashboard):
+    assert name_errors(dashboard) == []
+
+
+def test_every_declared_metric_is_on_the_dashboard(dashboard):
+    assert missing_metrics(dashboard) == []
+
+
+# ------------------------------------------------------------------------------------------------ the checks can fail
+
+
+def _first_target(board: dict) -> dict:
+    return next(p for p in board["panels"] if p.get("targets"))["targets"][0]
+
+
+def test_broken_copy_is_rejected(dashboard, tmp_path):
+    broken = copy.deepcopy(dashboard)
+    first = _first_target(broken)
+    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total{output=\"$output\"}[$__rate_interval])"  # unclosed
+    assert "unclosed left parenthesis" in promtool_errors(broken, tmp_path)
+    assert any("unclosed" in e for e in parser_errors(broken))
+
+    first["expr"] = "sum(rate(ray_raycorpus_docs_typo_total[$__rate_interval]))"
+    assert any("ray_raycorpus_docs_typo_total" in e for e in name_errors(broken))
+    first["expr"] = 'sum(rate(ray_raycorpus_docs_in_total{stage="dedup"}[$__rate_interval]))'
+    assert any("'stage'" in e for e in name_errors(broken))
+    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total[$undefined_variable]))"
+    with pytest.raises(ValueError, match="undefined_variable"):
+        queries(broken)
+
+    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total[$__rate_interval]))"
+    broken["panels"][1]["gridPos"]["w"] = 30
+    broken["templating"]["list"][0]["type"] = "prometheus"
+    broken["panels"][1]["options"]["legend"]["placement"] = "top"
+    errors = schema_errors(broken)
+    assert any("gridPos" in e for e in errors)
+    assert any("templating" in e for e in errors)
+    assert any("legend" in e for e in errors)
+
+
+def test_dashboard_without_a_declared_metric_is_caught(dashboard):
+    """Dropping every panel that reads the LSH gauge leaves a declared metric off the dashboard."""
+    broken = copy.deepcopy(dashboard)
+    broken["panels"] = [p for p in broken["panels"]
+                        if not any("lsh_indexed_docs" in t["expr"] for t in p.get("targets", []))]
+    assert missing_metrics(broken) == ["raycorpus_lsh_indexed_docs"]

@@ -114,6 +114,15 @@ class RayConfig(_Model):
     )
     resize_interval_seconds: float = Field(10.0, gt=0, description="how often the pool re-checks cluster CPUs")
     object_store_memory: int | None = Field(None, ge=75 * 2**20)
+    # a locally started Ray only (a joined cluster keeps its own settings): loopback unless asked otherwise
+    loopback_only: bool = Field(
+        True, description="a local Ray listens on 127.0.0.1 only (every port: metrics, dashboard, GCS, raylet)"
+    )
+    dashboard: bool = Field(False, description="start the Ray dashboard with a local Ray")
+    dashboard_host: str = Field("127.0.0.1", description="address the local Ray dashboard binds to")
+    metrics_export_port: int | None = Field(
+        None, ge=1024, le=65535, description="Prometheus endpoint of a local Ray (default: Ray picks one)"
+    )
 
 
 class RunConfig(_Model):

@@ -65,10 +65,18 @@ def init_ray(cfg: Config) -> None:
     if address:
         ray.init(address=address, log_to_driver=True)
     else:
+        if cfg.ray.loopback_only:
+            # Ray's single-machine mode (its default on macOS/Windows): the node address is 127.0.0.1, so
+            # every Ray process and the metrics endpoint bind to loopback instead of all interfaces.
+            # Ray reads this at import; set it for the processes it starts and for this one.
+            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
         ray.init(
             num_cpus=cfg.ray.num_cpus,
             object_store_memory=cfg.ray.object_store_memory,
-            include_dashboard=False,
+            include_dashboard=cfg.ray.dashboard,
+            dashboard_host=cfg.ray.dashboard_host,
+            _metrics_export_port=cfg.ray.metrics_export_port,
             log_to_driver=True,
         )
 

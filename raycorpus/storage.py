@@ -26,12 +26,11 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 import boto3
 import botocore.exceptions as bexc
-from boto3.exceptions import S3UploadFailedError
-from boto3.s3.transfer import TransferConfig
 from botocore import UNSIGNED
 from botocore.config import Config
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +51,7 @@ _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 _READ_BUFFER_BYTES = 256 * 1024
 _COPY_CHUNK_BYTES = 8 * 2**20
 _USER_AGENT = "raycorpus-storage/0.1"
+_MAX_PARTS = 10_000  # S3's limit on the parts of one multipart upload
 
 #: HTTP statuses worth retrying (timeouts, throttling, server-side failures).
 TRANSIENT_HTTP_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -70,6 +70,11 @@ TRANSIENT_S3_CODES = frozenset(
         "OperationAborted",
     }
 )
+#: Errors that mean "slow down": retried after a longer backoff (throttle_backoff_seconds).
+THROTTLE_S3_CODES = frozenset(
+    {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "RequestThrottled"}
+)
+_THROTTLE_HTTP_STATUS = frozenset({429, 503})
 _NOT_FOUND_S3_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "404"})
 _AUTH_S3_CODES = frozenset(
     {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"}
@@ -84,11 +89,12 @@ class StorageConfig(BaseModel):
     s3_endpoint_url: str | None = None
     s3_region: str | None = None
     s3_anonymous: bool = False
-    max_attempts: int = Field(6, ge=1)
-    backoff_seconds: float = Field(0.5, gt=0)
-    backoff_max_seconds: float = Field(20.0, gt=0)
+    max_attempts: int = Field(6, ge=1)  # consecutive tries of one request (or of one stretch of a read)
+    backoff_seconds: float = Field(0.5, gt=0)  # first retry after 1/2..1 of this, doubling per failure
+    throttle_backoff_seconds: float = Field(1.0, gt=0)  # after SlowDown / 503 / 429: 1..2 of this, doubling
+    backoff_max_seconds: float = Field(20.0, gt=0)  # cap of every backoff
     timeout_seconds: float = Field(60.0, gt=0)
-    max_concurrency: int = Field(8, ge=1)
+    max_concurrency: int = Field(8, ge=1)  # requests in flight at once per Storage (multipart parts included)
     multipart_threshold_bytes: int = Field(64 * 2**20, ge=5 * 2**20)
 
 
@@ -177,6 +183,31 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError)
 
 
+def is_throttle(exc: BaseException) -> bool:
+    """Whether ``exc`` asks the client to slow down (S3 SlowDown and friends, HTTP 503 / 429)."""
+    if isinstance(exc, bexc.ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return exc.response.get("Error", {}).get("Code") in THROTTLE_S3_CODES or status in _THROTTLE_HTTP_STATUS
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in _THROTTLE_HTTP_STATUS
+    return False
+
+
+def backoff_delay(cfg: StorageConfig, failures: int, throttled: bool) -> float:
+    """Seconds to wait before retry number ``failures`` (1, 2, ...): jittered, exponential, capped.
+
+    Other errors wait uniform(d/2, d) with d = backoff_seconds * 2**(failures-1); throttling waits
+    uniform(t, 2t) with t = throttle_backoff_seconds * 2**(failures-1), so a store that says
+    SlowDown gets at least a second (by default) of quiet. Both are capped at backoff_max_seconds.
+    """
+    cap = cfg.backoff_max_seconds
+    if throttled:
+        low = min(cap, cfg.throttle_backoff_seconds * 2 ** (failures - 1))
+        return random.uniform(low, min(cap, 2 * low))
+    high = min(cap, cfg.backoff_seconds * 2 ** (failures - 1))
+    return random.uniform(high / 2, high)
+
+
 def _is_not_found(exc: BaseException) -> bool:
     if isinstance(exc, bexc.ClientError):
         return exc.response.get("Error", {}).get("Code") in _NOT_FOUND_S3_CODES
@@ -207,8 +238,6 @@ def _describe(exc: BaseException) -> str:
 def _to_storage_error(op: str, url: str, exc: BaseException) -> StorageError:
     if isinstance(exc, StorageError):
         return exc
-    if isinstance(exc, S3UploadFailedError) and exc.__context__ is not None:
-        exc = exc.__context__  # boto3's upload_file wraps the ClientError it failed with
     if _is_not_found(exc):
         return NotFound(f"{op} {_redact(url)}: not found ({_describe(exc)})")
     return StorageError(f"{op} {_redact(url)}: {_describe(exc)}")
@@ -300,6 +329,8 @@ class Storage:
     def _init_runtime(self) -> None:
         self._lock = threading.Lock()
         self._client: Any = None
+        # One slot per request in flight (S3 or HTTP; a read holds one until its response headers arrive).
+        self._slots = threading.BoundedSemaphore(self.cfg.max_concurrency)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"cfg": self.cfg, "stats": dict(self.stats)}
@@ -341,12 +372,18 @@ class Storage:
                         f"{op} {_redact(url)}: gave up after {failures} attempts: {_describe(exc)}"
                     ) from exc
                 self._bump("retries")
-                delay = min(self.cfg.backoff_max_seconds, self.cfg.backoff_seconds * 2 ** (failures - 1))
-                time.sleep(random.uniform(delay / 2, delay))
+                if is_throttle(exc):
+                    self._bump("throttled")
+                time.sleep(backoff_delay(self.cfg, failures, is_throttle(exc)))
+
+    def _in_slot(self, fn: Callable[[], T]) -> T:
+        """Run one request while holding one of the ``max_concurrency`` slots."""
+        with self._slots:
+            return fn()
 
     def _s3_call(self, op: str, url: str, fn: Callable[[], T]) -> T:
-        """S3 requests are retried by botocore's standard mode; here errors are only classified."""
-        return self._retrying(op, url, fn, 1)
+        """One S3 request, in a slot, retried here (botocore's own retries are off) with jittered backoff."""
+        return self._retrying(op, url, lambda: self._in_slot(fn), self.cfg.max_attempts)
 
     def _s3(self) -> Any:
         with self._lock:
@@ -358,7 +395,9 @@ class Storage:
                 if cfg.s3_endpoint_url:
                     extra["s3"] = {"addressing_style": "path"}
                 config = Config(
-                    retries={"max_attempts": cfg.max_attempts, "mode": "standard"},
+                    # Retries are ours (_retrying): one backoff policy for S3 and HTTP, SlowDown-aware,
+                    # and no retry quota that runs dry under a long spell of throttling.
+                    retries={"total_max_attempts": 1, "mode": "standard"},
                     connect_timeout=cfg.timeout_seconds,
                     read_timeout=cfg.timeout_seconds,
                     max_pool_connections=max(10, cfg.max_concurrency),
@@ -370,23 +409,48 @@ class Storage:
                 client = boto3.session.Session().client(
                     "s3", endpoint_url=cfg.s3_endpoint_url, region_name=cfg.s3_region, config=config
                 )
-                client.meta.events.register("after-call.s3", self._count_botocore_retries)
                 self._client = client
             return self._client
 
-    def _count_botocore_retries(self, parsed: dict[str, Any] | None = None, **_: Any) -> None:
-        retries = (parsed or {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)
-        if retries:
-            self._bump("retries", retries)
-
-    def _transfer_config(self) -> TransferConfig:
-        return TransferConfig(
-            multipart_threshold=self.cfg.multipart_threshold_bytes,
-            multipart_chunksize=self.cfg.multipart_threshold_bytes,
-            max_concurrency=self.cfg.max_concurrency,
-            use_threads=True,
-            preferred_transfer_client="classic",
+    def _upload_s3(self, url: str, size: int, read_range: Callable[[int, int], bytes]) -> None:
+        """Upload ``size`` bytes (``read_range(offset, n)``) as one object: a single PUT below the
+        multipart threshold, else a multipart upload whose parts are retried one by one and sent
+        ``max_concurrency`` at a time. The object appears only when the upload completes."""
+        bucket, key = _split_s3(url)
+        client = self._s3()
+        if size < self.cfg.multipart_threshold_bytes:
+            self._s3_call("write", url, lambda: client.put_object(Bucket=bucket, Key=key, Body=read_range(0, size)))
+            return
+        part_size = max(self.cfg.multipart_threshold_bytes, -(-size // _MAX_PARTS))
+        n_parts = -(-size // part_size)
+        upload_id = self._s3_call(
+            "write", url, lambda: client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
         )
+
+        def upload_part(number: int) -> dict[str, Any]:
+            offset = (number - 1) * part_size
+            body = read_range(offset, min(part_size, size - offset))
+            resp = self._s3_call(
+                f"write (part {number} of {n_parts})",
+                url,
+                lambda: client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body),
+            )
+            return {"ETag": resp["ETag"], "PartNumber": number}
+
+        try:
+            with ThreadPoolExecutor(min(self.cfg.max_concurrency, n_parts), "raycorpus-upload") as pool:
+                parts = list(pool.map(upload_part, range(1, n_parts + 1)))
+            self._s3_call(
+                "write",
+                url,
+                lambda: client.complete_multipart_upload(
+                    Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+                ),
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):  # best effort; remove_partial_writes catches the rest
+                client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+            raise
 
     def _kind(self, url: str) -> str:
         scheme = _scheme(url)
@@ -415,7 +479,7 @@ class Storage:
             kwargs["Range"] = f"bytes={offset}-"
         if etag:
             kwargs["IfMatch"] = etag
-        resp = self._s3().get_object(**kwargs)
+        resp = self._in_slot(lambda: self._s3().get_object(**kwargs))
         return _Opened(resp["Body"], offset + resp["ContentLength"], resp.get("ETag"))
 
     def _http_request(self, url: str, method: str, headers: dict[str, str]) -> http.client.HTTPResponse:
@@ -423,7 +487,7 @@ class Storage:
             url, method=method, headers={"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **headers}
         )
         try:
-            return urllib.request.urlopen(req, timeout=self.cfg.timeout_seconds)
+            return self._in_slot(lambda: urllib.request.urlopen(req, timeout=self.cfg.timeout_seconds))
         except urllib.error.HTTPError as exc:
             exc.close()  # classified by status only; release the connection
             raise
@@ -476,11 +540,7 @@ class Storage:
         if kind == "local":
             self._write_local(url, lambda f: f.write(data))
         elif kind == "s3":
-            bucket, key = _split_s3(url)
-            config = self._transfer_config()
-            self._s3_call(
-                "write", url, lambda: self._s3().upload_fileobj(io.BytesIO(data), bucket, key, Config=config)
-            )
+            self._upload_s3(url, len(data), lambda offset, n: data[offset : offset + n])
         else:
             raise self._read_only("write", url)
         self._bump("bytes_written", len(data))
@@ -496,12 +556,14 @@ class Storage:
 
             written = self._write_local(url, copy)
         elif kind == "s3":
-            bucket, key = _split_s3(url)
-            config = self._transfer_config()
-            self._s3_call(
-                "write", url, lambda: self._s3().upload_file(local_path, bucket, key, Config=config)
-            )
+
+            def read_range(offset: int, n: int) -> bytes:
+                with open(local_path, "rb") as src:
+                    src.seek(offset)
+                    return src.read(n)
+
             written = os.path.getsize(local_path)
+            self._upload_s3(url, written, read_range)
         else:
             raise self._read_only("write", url)
         self._bump("bytes_written", written)

@@ -6,13 +6,16 @@ All ports are chosen outside 10002-19999, the range Ray uses for its workers.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import http.server
+import io
 import json
 import os
 import random
 import secrets
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -21,7 +24,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -438,3 +441,316 @@ class LocalHTTPServer:
     def ranges(self) -> dict[str, list[str | None]]:
         """The Range header (or None) of every GET, per URL path, in arrival order."""
         return self._started().ranges
+
+
+# ----------------------------------------------------------------------------- faulty S3 proxy
+
+FAULT_KINDS = ("slowdown", "reset", "reset_mid_body", "truncate")
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer",
+                         "upgrade"})
+_SLOWDOWN_BODY = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message><RequestId>faulty-s3-proxy</RequestId></Error>"
+)
+
+
+def s3_operation(method: str, target: str) -> str:
+    """What an S3 request is: get, head, list, put, delete or multipart (create, part, complete, abort)."""
+    parts = urllib.parse.urlsplit(target)
+    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+    has_key = len([p for p in parts.path.split("/") if p]) >= 2  # path-style: /bucket/key
+    if "uploadId" in query or (method == "POST" and "uploads" in query):
+        return "list" if method == "GET" else "multipart"
+    if method == "GET":
+        return "list" if not has_key or "uploads" in query else "get"
+    return {"HEAD": "head", "PUT": "put", "DELETE": "delete"}.get(method, method.lower())
+
+
+class _ProxyHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _ProxyServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._proxy()
+
+    do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
+
+    def _read_body(self) -> bytes:
+        """The request body exactly as sent (chunked framing kept)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = bytearray()
+            while True:
+                line = self.rfile.readline()
+                raw += line
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    break
+                raw += self.rfile.read(size + 2)
+            while True:  # trailers up to the blank line
+                line = self.rfile.readline()
+                raw += line
+                if line in (b"\r\n", b"\n", b""):
+                    return bytes(raw)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _proxy(self) -> None:
+        body = self._read_body()
+        op = s3_operation(self.command, self.path)
+        server = self.server
+        with server.request_in_flight(op, self.command, self.path, self.headers.get("Range")) as flight:
+            rng = flight.rng
+            if server.latency:
+                time.sleep(server.latency)
+            path = urllib.parse.urlsplit(self.path).path
+            fault = server.pick_fault(op, path, rng, before_response=True)
+            if fault == "slowdown":
+                flight.answered()
+                self._send_slowdown()
+            elif fault == "reset" and rng.random() < 0.5:  # closed without a response, the request never sent on
+                flight.answered()
+                self._reset()
+            else:
+                self._forward(op, path, body, flight, applied_then_reset=fault == "reset")
+
+    def _forward(self, op: str, path: str, body: bytes, flight: _Flight, applied_then_reset: bool) -> None:
+        server, rng = self.server, flight.rng
+        conn = http.client.HTTPConnection(server.upstream_host, server.upstream_port, timeout=120)
+        try:
+            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():  # signed headers, Host included, exactly as sent
+                conn.putheader(name, value)
+            conn.endheaders(body or None)
+            resp = conn.getresponse()
+            if applied_then_reset:  # the server did the work, the client never hears of it
+                resp.read()
+                flight.answered()
+                self._reset()
+                return
+            chunked = resp.getheader("Transfer-Encoding", "").lower() == "chunked"
+            payload = resp.read() if chunked else None
+            length = len(payload) if payload is not None else int(resp.getheader("Content-Length") or 0)
+            has_body = self.command != "HEAD" and resp.status not in (204, 304) and length > 0
+            cut_fault = server.pick_fault(op, path, rng, before_response=False) if has_body else None
+            flight.answered()
+            self.send_response_only(resp.status, resp.reason)
+            for name, value in resp.getheaders():
+                if name.lower() not in _HOP_BY_HOP and not (payload is not None and name.lower() == "content-length"):
+                    self.send_header(name, value)
+            if payload is not None:
+                self.send_header("Content-Length", str(length))
+            if resp.getheader("Connection", "").lower() == "close" or cut_fault:
+                self.close_connection = True
+            self.end_headers()
+            if not has_body:
+                return
+            stream = io.BytesIO(payload) if payload is not None else resp
+            cut = rng.randrange(0, length) if cut_fault else length  # somewhere before the last byte
+            sent = 0
+            while sent < cut:
+                chunk = stream.read(min(64 * 1024, cut - sent))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                sent += len(chunk)
+            if cut_fault == "reset_mid_body":
+                self._reset()
+            elif cut_fault == "truncate":
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)  # a clean close before Content-Length
+        finally:
+            conn.close()
+
+    def _send_slowdown(self) -> None:
+        self.send_response_only(503, "Slow Down")
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(_SLOWDOWN_BODY)))
+        self.send_header("Connection", "close")
+        self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(_SLOWDOWN_BODY)
+
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST (SO_LINGER 0), whatever was or was not sent."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+
+
+class _Flight:
+    """One request in the proxy: its RNG, and the in-flight count it leaves once answered."""
+
+    def __init__(self, server: _ProxyServer, rng: random.Random):
+        self.server = server
+        self.rng = rng
+        self._done = False
+
+    def answered(self) -> None:
+        """Called just before the first byte of the answer (or the reset) goes out."""
+        if not self._done:
+            self._done = True
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+
+class _ProxyServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, addr: tuple[str, int], upstream: str, rates: dict[str, float], seed: int,
+                 ops: Collection[str] | None, latency: float):
+        super().__init__(addr, _ProxyHandler)
+        parts = urllib.parse.urlsplit(upstream)
+        self.upstream_host, self.upstream_port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.rates = rates
+        self.seed = seed
+        self.ops = ops
+        self.latency = latency
+        self.lock = threading.Lock()
+        self.faults: Counter[tuple[str, str]] = Counter()
+        self.requests: Counter[str] = Counter()
+        self.seen: Counter[str] = Counter()
+        self.fault_paths: Counter[str] = Counter()
+        self.ranges: list[str | None] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.enabled = True
+
+    @contextlib.contextmanager
+    def request_in_flight(self, op: str, method: str, target: str, range_header: str | None) -> Iterator[_Flight]:
+        """Count the request as in flight until it is answered; its RNG is seeded by (seed, method,
+        path, how many times that method and path were seen), so the faults an object gets do not
+        depend on how concurrent requests interleave."""
+        key = f"{method} {urllib.parse.urlsplit(target).path}"
+        with self.lock:
+            self.requests[op] += 1
+            self.seen[key] += 1
+            if op == "get":
+                self.ranges.append(range_header)
+            flight = _Flight(self, random.Random(f"{self.seed}/{key}/{self.seen[key]}"))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield flight
+        finally:
+            flight.answered()
+
+    def pick_fault(self, op: str, path: str, rng: random.Random, before_response: bool) -> str | None:
+        """Draw a fault for this request (or None), and count it."""
+        kinds = ("slowdown", "reset") if before_response else ("reset_mid_body", "truncate")
+        x = rng.random()
+        with self.lock:
+            if not self.enabled or (self.ops is not None and op not in self.ops):
+                return None
+            for kind in kinds:
+                rate = self.rates.get(kind, 0.0)
+                if x < rate:
+                    self.faults[(kind, op)] += 1
+                    self.fault_paths[path] += 1
+                    return kind
+                x -= rate
+        return None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError | OSError):
+            super().handle_error(request, client_address)
+
+
+class FaultyS3Proxy:
+    """A reverse proxy on http://127.0.0.1:PORT in front of an S3 endpoint that injects faults.
+
+    Every request is forwarded byte for byte (Host and the SigV4-signed headers untouched), except
+    that, drawn from a seeded RNG with the given rates: ``slowdown`` answers 503 with an S3
+    SlowDown error body; ``reset`` aborts the connection with a TCP reset and no response, half
+    the time before the request reaches the server and half the time after the server did it;
+    ``reset_mid_body`` sends the headers and part of a response body, then a reset;
+    ``truncate`` sends the headers (full Content-Length) and part of the body, then a clean close.
+    ``ops`` limits the faults to some operations (see :func:`s3_operation`); ``latency`` delays
+    every request by that many seconds. Draws are per request, seeded by (seed, method, path, n-th
+    time seen), so a given seed gives each object the same faults whatever the concurrency.
+    ``faults`` counts what was injected per (kind, operation), ``ranges`` the Range header of every
+    GET of an object, ``max_in_flight`` the most requests the proxy held at once.
+    """
+
+    def __init__(self, upstream: str, *, slowdown: float = 0.0, reset: float = 0.0, reset_mid_body: float = 0.0,
+                 truncate: float = 0.0, seed: int = 0, ops: Collection[str] | None = None, latency: float = 0.0):
+        self.upstream = upstream
+        self.rates = {"slowdown": slowdown, "reset": reset, "reset_mid_body": reset_mid_body, "truncate": truncate}
+        self.seed = seed
+        self.ops = ops
+        self.latency = latency
+        self.endpoint_url = ""
+        self._server: _ProxyServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        for _ in range(20):
+            try:
+                server = _ProxyServer(("127.0.0.1", free_port()), self.upstream, self.rates, self.seed, self.ops,
+                                      self.latency)
+                break
+            except OSError:  # lost a race for the port
+                continue
+        else:
+            raise RuntimeError("could not bind a proxy port")
+        self._server = server
+        self.endpoint_url = f"http://127.0.0.1:{server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="FaultyS3Proxy", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None and self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+        self._thread = None  # counters stay readable after the stop
+
+    def _started(self) -> _ProxyServer:
+        if self._server is None:
+            raise RuntimeError("FaultyS3Proxy was never started")
+        return self._server
+
+    @property
+    def faults(self) -> Counter[tuple[str, str]]:
+        """Injected faults per (kind, operation)."""
+        return self._started().faults
+
+    def faults_by_kind(self) -> Counter[str]:
+        return Counter({kind: sum(n for (k, _), n in self.faults.items() if k == kind) for kind in FAULT_KINDS})
+
+    def faults_by_op(self) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for (_, op), n in self.faults.items():
+            out[op] += n
+        return out
+
+    @property
+    def requests(self) -> Counter[str]:
+        """Requests received per operation, injected failures included."""
+        return self._started().requests
+
+    @property
+    def fault_paths(self) -> Counter[str]:
+        """Injected faults per URL path (/bucket/key)."""
+        return self._started().fault_paths
+
+    @property
+    def ranges(self) -> list[str | None]:
+        """The Range header (or None) of every GET of an object, in arrival order."""
+        return self._started().ranges
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._started().max_in_flight
+
+    def set_faults(self, enabled: bool) -> None:
+        """Turn fault injection on or off (requests are always forwarded)."""
+        with self._started().lock:
+            self._started().enabled = enabled

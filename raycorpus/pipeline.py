@@ -2,7 +2,9 @@
 
 A :class:`WarcProcessor` turns one WARC url into one :class:`WarcResult`; the runtime
 layer wraps it in a stateless actor. Each step either keeps a document or drops it with
-a reason (``stage:reason``), so every drop is counted.
+a reason (``stage:reason``), so every drop is counted; a bad document never fails the
+WARC. A file that is not readable as a WARC raises (:class:`raycorpus.warc.WarcFormatError`
+or the storage error), and the driver retries it, then lists it as failed.
 """
 
 from __future__ import annotations
@@ -100,13 +102,20 @@ class WarcProcessor:
                 if self.chain and (reason := self.chain(doc, counts)):
                     self._exclude(excluded, doc.url, doc.record_id, doc, reason)
                     continue
-                t = clock()
-                hashes.append(content_hash(doc.text))
-                counts["ns:hash"] += clock() - t
-                if self.minhasher is not None:
+                try:
                     t = clock()
-                    sigs.append(self.minhasher.signature(doc.text).astype(np.uint32))
-                    counts["ns:minhash"] += clock() - t
+                    digest = content_hash(doc.text)
+                    t_hashed = clock()
+                    sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
+                except Exception:  # one document that breaks hashing is one dropped document, never the WARC
+                    counts["drop:error:hash"] += 1
+                    self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
+                    continue
+                counts["ns:hash"] += t_hashed - t
+                hashes.append(digest)
+                if sig is not None:
+                    counts["ns:minhash"] += clock() - t_hashed
+                    sigs.append(sig)
                 counts["kept"] += 1
                 docs.append(doc)
             bytes_read = stream.tell()

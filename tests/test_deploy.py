@@ -19,7 +19,8 @@ ray-operator/controllers/ray/utils/validation.go and its constants):
   required without autoscaling); no `labels` in rayStartParams; rayStartParams resources
   (num-cpus, num-gpus, memory, resources) and the group's `resources` field not both;
   autoscalerOptions.idleTimeoutSeconds >= 0; autoscaler v2: restartPolicy Never or unset;
-- RayJob: submissionMode one of K8sJobMode, HTTPMode, InteractiveMode, SidecarMode; one of
+- RayJob: submissionMode one of K8sJobMode, HTTPMode, InteractiveMode, SidecarMode (the modes
+  the controller implements; the CRD does not enumerate them); one of
   rayClusterSpec or clusterSelector; a TTL or suspend needs shutdownAfterJobFinishes;
   backoffLimit >= 0 (and 0 in InteractiveMode); activeDeadlineSeconds > 0; runtimeEnvYAML
   parses; the embedded cluster spec passes the RayCluster rules.
@@ -421,6 +422,13 @@ def _config_map(objs: list[dict], name: str) -> dict:
     return only([o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == name], "ConfigMap")
 
 
+def _build_yaml(objs: list[dict]) -> dict:
+    """The build config the RayJob's head mounts (the ConfigMap generated from build.yaml)."""
+    head = pod_specs(only(objs, "RayJob"))[0][1]
+    volume = next(v for v in head["volumes"] if "configMap" in v)
+    return yaml.safe_load(_config_map(objs, volume["configMap"]["name"])["data"]["build.yaml"])
+
+
 @pytest.mark.parametrize("kustomization", KUSTOMIZATIONS)
 def test_build_references_resolve(kustomization):
     """Generated (hash-suffixed) ConfigMap names reach the RayJob; the config is where the entrypoint reads it."""
@@ -451,13 +459,11 @@ def test_build_config_is_valid_and_fits_the_cluster(kustomization):
     """The ConfigMap's build.yaml is a valid raycorpus config whose pool the autoscaler can reach and hold."""
     objs = render(kustomization)
     job = only(objs, "RayJob")
-    head = pod_specs(job)[0][1]
-    volume = next(v for v in head["volumes"] if "configMap" in v)
-    raw = yaml.safe_load(_config_map(objs, volume["configMap"]["name"])["data"]["build.yaml"])
-    cfg = config_from_dict(raw, source=f"deploy/{kustomization}/build.yaml")
+    cfg = config_from_dict(_build_yaml(objs), source=f"deploy/{kustomization}/build.yaml")
     assert cfg.output.path.startswith("s3://"), "pods have no persistent disk: the output goes to S3"
-    tokenizer_mounts = {m["mountPath"] for c in head["containers"] for m in c.get("volumeMounts", [])}
-    assert str(Path(cfg.tokenizer.path).parent) in tokenizer_mounts
+    for group, pod in pod_specs(job):  # tokenizer actors may run on any node
+        mounts = {m["mountPath"] for m in pod["containers"][0].get("volumeMounts", [])}
+        assert str(Path(cfg.tokenizer.path).parent) in mounts, group
     (group,) = job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
     cpus = int(group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"])
     assert cfg.ray.workers == group["maxReplicas"] * cpus // cfg.ray.worker_cpus
@@ -467,17 +473,17 @@ def test_overlays_size_the_build():
     sizes = {}
     for k in KUSTOMIZATIONS:
         objs = render(k)
-        job = only(objs, "RayJob")
+        job, build = only(objs, "RayJob"), _build_yaml(objs)
         group = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
-        raw = yaml.safe_load(next(o for o in objs if "build.yaml" in o.get("data", {}))["data"]["build.yaml"])
-        sizes[k] = (job["metadata"]["name"], group["maxReplicas"], group["template"]["spec"]["containers"][0]
-                    ["resources"]["limits"]["cpu"], raw["ray"]["workers"], raw["output"]["shard_size_tokens"],
-                    raw["output"]["path"])
+        sizes[k] = {"job": job["metadata"]["name"], "output": build["output"]["path"],
+                    "max_pods": group["maxReplicas"],
+                    "pod_cpus": int(group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"]),
+                    "workers": build["ray"]["workers"], "shard_tokens": build["output"]["shard_size_tokens"]}
+    assert len({s["job"] for s in sizes.values()}) == 3, "each build is its own RayJob"
+    assert len({s["output"] for s in sizes.values()}) == 3, "each build writes its own output"
     small, large = sizes["overlays/small"], sizes["overlays/large"]
-    assert len({s[0] for s in sizes.values()}) == 3, "each build is its own RayJob"
-    assert len({s[5] for s in sizes.values()}) == 3, "each build writes its own output"
-    assert small[1] < large[1] and small[3] < large[3] and small[4] < large[4]
-    assert int(small[2]) < int(large[2])
+    for key in ("max_pods", "pod_cpus", "workers", "shard_tokens"):
+        assert small[key] < large[key], key
 
 
 # ----------------------------------------------------------------------------- broken manifests
@@ -690,6 +696,14 @@ def test_alerts_read_only_declared_metrics():
     assert "ray_raycorpus_workers" in metric_names(alerts["RaycorpusNoWorkers"]["expr"])
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"} and alert["annotations"]["summary"]
+
+
+def test_failure_alert_threshold_is_the_builds_failure_budget():
+    rules = [r for g in _rules(render("monitoring"))["groups"] for r in g["rules"]]
+    expr = next(r["expr"] for r in rules if r.get("alert") == "RaycorpusFailureFractionHigh")
+    threshold = float(re.search(r">\s*([0-9.]+)\s*$", expr).group(1))
+    for k in KUSTOMIZATIONS:
+        assert config_from_dict(_build_yaml(render(k))).run.failure_budget == threshold, k
 
 
 def promtool() -> str:

@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -768,6 +769,30 @@ def test_dockerfile_builds_this_package_with_the_clusters_ray():
         assert job["spec"]["rayClusterSpec"]["rayVersion"] == ray_version
         images = {c["image"] for _, pod in pod_specs(job) for c in containers(pod)}
         assert images == {f"raycorpus:{project}"}
+
+
+def test_image_package_builds_from_what_the_dockerfile_copies(tmp_path):
+    """The image's `pip install /src` sees only the COPYed paths: they must make the whole package."""
+    root = tmp_path / "image"
+    for line in (DEPLOY / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            *sources, dest = line.split()[1:]
+            for source in sources:
+                target = root / dest.lstrip("/")
+                target = target / Path(source).name if dest.endswith("/") else target
+                copy_it = shutil.copytree if (REPO / source).is_dir() else shutil.copy
+                target.parent.mkdir(parents=True, exist_ok=True)
+                copy_it(REPO / source, target)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                            "-w", str(tmp_path / "wheels"), str(root / "src")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "wheels").glob("raycorpus-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert {"raycorpus/cli.py", "raycorpus/runtime/driver.py", "raycorpus/storage.py"} <= names
+    assert {f"raycorpus/data/{p.name}" for p in (REPO / "raycorpus" / "data").iterdir() if p.is_file()} <= names
+    assert "raycorpus = raycorpus.cli:main" in entry_points
 
 
 def test_tokenizer_init_container_fetches_from_s3(s3_server, tmp_path):

@@ -164,9 +164,9 @@ class WorkerPool:
 
 def _manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
     entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
-    for ordinal, (warc, url) in enumerate(itertools.islice(entries, cfg.input.limit)):
+    for ordinal, (warc, url, problem) in enumerate(itertools.islice(entries, cfg.input.limit)):
         if ordinal >= start:
-            yield Task(ordinal, warc, url)
+            yield Task(ordinal, warc, url, error=problem or "")
 
 
 def _error_text(e: BaseException) -> str:
@@ -319,6 +319,10 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                 task = next_task()
                 if task is None:
                     break
+                if not task.url:  # a manifest line rejected as unsafe: never read, listed as failed in its place
+                    finished[task.ordinal] = (task, None, (None, None))
+                    highest_dispatched = max(highest_dispatched, task.ordinal)
+                    continue
                 actor = pool.pick()
                 task.attempts += 1
                 task.started, task.timed_out = time.monotonic(), False

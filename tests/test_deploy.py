@@ -48,7 +48,7 @@ import pytest
 import yaml
 
 from raycorpus.config import config_from_dict
-from raycorpus.runtime.metrics import exported_names
+from raycorpus.runtime.metrics import BY_NAME, exported_names
 
 from .conftest import REPO, SHARED, need_shared
 
@@ -663,40 +663,46 @@ def test_broken_monitoring_is_rejected(kind, break_it):
     assert any("Additional properties are not allowed" in e for e in manifest_errors(obj))
 
 
-PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool", "and", "or",
-                "unless", "inf", "nan"}
+def rule_series_errors(rules: list[dict]) -> list[str]:
+    """Series a rule reads that raycorpus does not declare (nor a rule records), or labels they lack."""
+    from .promql import selectors
 
-
-def metric_names(expr: str) -> set[str]:
-    """The series names a PromQL expression reads (not functions, keywords, labels or durations)."""
-    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", expr)  # label matchers, ranges
-    expr = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", expr)
-    names = set()
-    for m in re.finditer(r"(?<![\w.:])[a-zA-Z_:][\w:]*", expr):
-        if m.group() not in PROMQL_WORDS and not expr[m.end():].lstrip().startswith("("):
-            names.add(m.group())
-    return names
-
-
-def test_metric_names_parser():
-    expr = 'max by (output) (ray_a{state="x"} offset 15m) / sum(rate(b_total[5m])) > 0.001 and on (output) c:d'
-    assert metric_names(expr) == {"ray_a", "b_total", "c:d"}
+    known = exported_names() | {r["record"] for r in rules if "record" in r}
+    states = set(re.findall(r"\w+", BY_NAME["raycorpus_warcs"].help))  # the states the driver reports
+    errors = []
+    for rule in rules:
+        name = rule.get("alert") or rule.get("record")
+        found = selectors(rule["expr"])
+        if not found:
+            errors.append(f"{name}: reads no series")
+        for s in found:
+            if s.metric not in known:
+                errors.append(f"{name}: {s.text} reads an undeclared series")
+            if not set(s.labels) <= {"state", "output", "ray_io_cluster"}:
+                errors.append(f"{name}: {s.text} matches a label the series lacks")
+            state = re.fullmatch(r'state="(\w+)"', s.labels.get("state", 'state="total"'))
+            if state is None or state.group(1) not in states:
+                errors.append(f"{name}: {s.text}: not a WARC state the driver reports")
+    return errors
 
 
 def test_alerts_read_only_declared_metrics():
+    pytest.importorskip("promql_parser", reason="promql-parser (PyPI) parses the rule expressions")
+    from .promql import selectors
+
     rules = [r for g in _rules(render("monitoring"))["groups"] for r in g["rules"]]
+    assert rule_series_errors(rules) == []
     alerts = {r["alert"]: r for r in rules if "alert" in r}
     assert set(alerts) == {"RaycorpusNoProgress", "RaycorpusWarcsFailing", "RaycorpusFailureFractionHigh",
                            "RaycorpusNoWorkers"}
-    known = exported_names() | {r["record"] for r in rules if "record" in r}
-    for rule in rules:
-        used = metric_names(rule["expr"])
-        assert used and used <= known, f"{rule.get('alert') or rule.get('record')}: {sorted(used - known)}"
-    assert metric_names(alerts["RaycorpusNoProgress"]["expr"]) >= {"ray_raycorpus_warcs"}
-    assert "ray_raycorpus_workers" in metric_names(alerts["RaycorpusNoWorkers"]["expr"])
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"} and alert["annotations"]["summary"]
+    assert "ray_raycorpus_workers" in {s.metric for s in selectors(alerts["RaycorpusNoWorkers"]["expr"])}
+    for typo, expected in [('state="committed"', "not a WARC state"), ("ray_raycorpus_warcs", "undeclared series")]:
+        broken = copy.deepcopy(rules)
+        no_progress = next(r for r in broken if r.get("alert") == "RaycorpusNoProgress")
+        no_progress["expr"] = no_progress["expr"].replace(typo, typo[:-3] + typo[-2:], 1)  # drop one letter
+        assert any(expected in e for e in rule_series_errors(broken)), typo
 
 
 def test_failure_alert_threshold_is_the_builds_failure_budget():

@@ -51,6 +51,8 @@ from raycorpus.config import config_from_dict
 from raycorpus.runtime.metrics import BY_NAME, exported_names
 
 from .conftest import REPO, SHARED, need_shared
+from .promql import promtool as find_promtool
+from .promql import selectors
 
 DEPLOY = REPO / "deploy"
 SCHEMAS = SHARED / "data" / "deploy-schemas"
@@ -665,8 +667,6 @@ def test_broken_monitoring_is_rejected(kind, break_it):
 
 def rule_series_errors(rules: list[dict]) -> list[str]:
     """Series a rule reads that raycorpus does not declare (nor a rule records), or labels they lack."""
-    from .promql import selectors
-
     known = exported_names() | {r["record"] for r in rules if "record" in r}
     states = set(re.findall(r"\w+", BY_NAME["raycorpus_warcs"].help))  # the states the driver reports
     errors = []
@@ -688,8 +688,6 @@ def rule_series_errors(rules: list[dict]) -> list[str]:
 
 def test_alerts_read_only_declared_metrics():
     pytest.importorskip("promql_parser", reason="promql-parser (PyPI) parses the rule expressions")
-    from .promql import selectors
-
     rules = [r for g in _rules(render("monitoring"))["groups"] for r in g["rules"]]
     assert rule_series_errors(rules) == []
     alerts = {r["alert"]: r for r in rules if "alert" in r}
@@ -714,7 +712,7 @@ def test_failure_alert_threshold_is_the_builds_failure_budget():
 
 
 def promtool() -> str:
-    path = shutil.which("promtool")
+    path = find_promtool()
     if path is None:
         pytest.skip("promtool not installed (Debian: apt-get install prometheus)")
     return path

@@ -12,11 +12,17 @@ from pathlib import Path
 
 from raycorpus.config import Config, ConfigError, config_from_dict, load_config
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STORAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _err(msg: str) -> None:
     print(f"raycorpus: {msg}", file=sys.stderr)
+
+
+def _remote_cause(e: BaseException) -> BaseException:
+    """The exception an actor raised (a RayTaskError carries it as ``cause``), else ``e`` itself."""
+    cause = getattr(e, "cause", None)
+    return cause if isinstance(cause, BaseException) else e
 
 
 def _budget_exceeded(cfg: Config, summary: dict) -> bool:
@@ -34,23 +40,28 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
     from raycorpus.prepare import prepare_tokenizer
     from raycorpus.runtime.driver import RunInterrupted, run_build
     from raycorpus.shards import canonical_json
-    from raycorpus.storage import NotFound, Storage, join_url
+    from raycorpus.storage import NotFound, Storage, StorageError, join_url
     from raycorpus.summary import format_summary
     from raycorpus.tokenize import TokenizerError
 
     try:
         encoder = prepare_tokenizer(cfg)
         summary = run_build(cfg, encoder.meta(), progress_mode=progress)
+        Storage(cfg.storage).write_atomic(join_url(cfg.output.path, "summary.json"), canonical_json(summary))
     except (TokenizerError, LedgerError, ManifestError, OutputLocked) as e:
         _err(str(e))
         return EXIT_USAGE
     except NotFound as e:
-        _err(f"input not found: {e}")
+        _err(f"input not found: {_remote_cause(e)}")
         return EXIT_USAGE
+    except StorageError as e:  # raised here or in an actor (disk full, permission denied, S3 gave up, ...)
+        os.environ["RAY_IGNORE_UNHANDLED_ERRORS"] = "1"  # commits queued behind it failed the same way: one message
+        _err(str(_remote_cause(e)))
+        _err("committed WARCs are checkpointed: fix the cause and run the same command again to resume")
+        return EXIT_STORAGE
     except RunInterrupted:
         _err("interrupted: committed WARCs are checkpointed; run the same command again to resume")
         return EXIT_INTERRUPTED
-    Storage(cfg.storage).write_atomic(join_url(cfg.output.path, "summary.json"), canonical_json(summary))
     if not quiet:
         print(format_summary(summary))
     if _budget_exceeded(cfg, summary):

@@ -506,6 +506,10 @@ def test_a_run_over_every_bad_file_finishes_and_keeps_the_good_documents(mixed_i
     assert ref["warcs"]["committed"] == 3 and ref_docs
     for warc in inp["good_warcs"]:
         assert docs[warc] == ref_docs[warc], warc
+    # bounded memory: the workers that read every bad file (the 200 MB record, the gzip bomb) peak no higher than
+    # the 200 MB record would take by itself above the workers of the good-only run
+    rss, ref_rss = s["this_run"]["peak_rss_mb"], ref["this_run"]["peak_rss_mb"]
+    assert rss["workers"] - ref_rss["workers"] < 100, (rss, ref_rss)
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(root / "out")], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr

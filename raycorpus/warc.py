@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from fastwarc.warc import ArchiveIterator, WarcRecordType
+from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 
 from raycorpus.storage import StorageError
@@ -199,7 +199,7 @@ def _position(stream: BinaryIO) -> int | str:
         return "?"
 
 
-def _read_html(rec, counts: Counter, max_record_bytes: int, quirks_mode: bool) -> HtmlRecord | None:
+def _read_html(rec: WarcRecord, counts: Counter, max_record_bytes: int, quirks_mode: bool) -> HtmlRecord | None:
     """One response record as an :class:`HtmlRecord`, or None with the skip reason counted."""
     if not rec.is_http:
         counts["skip:not_http"] += 1

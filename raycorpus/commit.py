@@ -7,25 +7,73 @@ that names them, and a checkpoint is the only thing that marks a WARC committed.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 
 import numpy as np
 
-from raycorpus.ledger import Ledger, LedgerError, LedgerState
-from raycorpus.shards import ShardPacker
-from raycorpus.storage import Storage
+from raycorpus.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
+from raycorpus.shards import OPEN_DIR, SHARDS_DIR, ShardPacker
+from raycorpus.storage import Storage, join_url
+
+# Test-only fault injection, read once; nothing below costs anything when it is unset.
+# RAYCORPUS_FAULT=<point>:<arg> takes the whole run down (SIGKILL of the driver, then of the
+# process that reached the point) exactly there, as a machine loss would:
+#   before_write:<file name>  e.g. ckpt-000000003.json: segments and shards durable, ledger not
+#   after_write:<file name>   e.g. shard-000001.tokens: a shard's tokens written, its .idx/.json not
+#   processed:<ordinal>       a worker has read the WARC, nothing of it is returned or committed
+#   encode:<ordinal>          only the tokenizer actor dies, at the start of the WARC's encode (every time)
+FAULT_ENV = "RAYCORPUS_FAULT"
+FAULT_PID_ENV = "RAYCORPUS_FAULT_PID"  # the driver's pid, set by the driver for the actors
+_FAULT = os.environ.get(FAULT_ENV)
+
+
+def fault_env() -> dict[str, str]:
+    """Test-only: the environment the driver gives its actors so that they can reach a fault point."""
+    return {FAULT_ENV: _FAULT, FAULT_PID_ENV: str(os.getpid())} if _FAULT else {}
+
+
+def fault_point(point: str, arg: object, whole_run: bool = True) -> None:
+    """Test-only: if RAYCORPUS_FAULT names ``point:arg``, SIGKILL the driver (``whole_run``) and this process."""
+    if _FAULT and f"{point}:{arg}" == _FAULT:
+        if whole_run:
+            os.kill(int(os.environ[FAULT_PID_ENV]), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _FaultyStorage:
+    """Test-only: the packer's storage with the before_write / after_write fault points."""
+
+    def __init__(self, storage: Storage):
+        self._storage = storage
+
+    def __getattr__(self, name: str):
+        return getattr(self._storage, name)
+
+    def write_atomic(self, url: str, data: bytes) -> None:
+        name = url.rsplit("/", 1)[-1]
+        fault_point("before_write", name)
+        self._storage.write_atomic(url, data)
+        fault_point("after_write", name)
 
 
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
                  checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
-                 ctx_len: int | None = None, fence=None):
+                 ctx_len: int | None = None, fence=None, whole_output: bool = True):
+        """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
+        a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
-        storage.remove_partial_writes(out_url)  # a killed predecessor's half-written temp files
+        if _FAULT:
+            storage = _FaultyStorage(storage)
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
         self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
+        own = (SHARDS_DIR, OPEN_DIR, LEDGER_DIR, *self.packer.formats)
+        for url in [out_url] if whole_output else [join_url(out_url, folder) for folder in own]:
+            storage.remove_partial_writes(url)  # half-written temp files of a killed writer
         self.packer.remove_orphans()
         self.interval = checkpoint_interval_seconds
         self._entries: list[dict] = []

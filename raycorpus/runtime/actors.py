@@ -8,7 +8,7 @@ import resource
 import numpy as np
 import ray
 
-from raycorpus.commit import CorpusWriter
+from raycorpus.commit import CorpusWriter, fault_point
 from raycorpus.config import Config
 from raycorpus.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
 from raycorpus.dedup.output import apply_decision
@@ -46,6 +46,7 @@ class WarcWorker(_Measured):
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url)
+        fault_point("processed", ordinal)  # test-only
         summary = result.summary()
         summary["storage"] = {k: v - before.get(k, 0) for k, v in stats.items()}  # this WARC's share
         self.metrics.warc_processed(summary["counts"], summary["seconds"], summary["storage"].get("retries", 0))
@@ -73,6 +74,7 @@ class TokenizerActor(_Measured):
 
     def encode(self, ordinal: int, warc: str, docs: list[Document], dedup: dict | None = None):
         """Everything below is durable before the packer's checkpoint names this WARC."""
+        fault_point("encode", ordinal, whole_run=False)  # test-only
         if dedup is not None:
             if dedup["record"] is not None:
                 url = join_url(join_url(self.out_url, DEDUP_DIR), record_name(ordinal))
@@ -113,14 +115,16 @@ class LshShardActor(_Measured):
 
 @ray.remote
 class PackerActor(_Measured):
-    """The single writer. Rebuilt from the ledger if it is ever restarted."""
+    """The single writer. Rebuilt from the ledger if it is ever restarted (``replacement``: by the
+    driver, mid-run, after the previous one died)."""
 
-    def __init__(self, cfg: Config, token_meta: dict, run_id: str | None = None):
+    def __init__(self, cfg: Config, token_meta: dict, run_id: str | None = None, replacement: bool = False):
         storage = Storage(cfg.storage)
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(
             storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta,
             cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len, fence,
+            whole_output=not replacement,
         )
 
     def progress(self) -> dict:

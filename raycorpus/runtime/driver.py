@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import random
 import time
@@ -21,6 +22,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from raycorpus import __version__
+from raycorpus.commit import fault_env
 from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
 from raycorpus.lock import OutputLock
@@ -39,6 +41,9 @@ except ImportError:  # pragma: no cover
 
 ACTOR_LOST = (RayActorError, ActorUnavailableError)
 LEASE_REFRESH_SECONDS = 15.0  # lock.json heartbeat (the lease is 120 s)
+MAX_RECOVERIES_AT_ONE_WARC = 3  # packer / tokenizer losses before the same WARC; then the run fails
+
+log = logging.getLogger("raycorpus")
 
 
 class RunInterrupted(Exception):
@@ -54,6 +59,24 @@ class Task:
     error: str = ""
     started: float = 0.0  # monotonic time of the current attempt's dispatch
     timed_out: bool = False
+
+
+@dataclass
+class Sent:
+    """A WARC sent to the packer, held until a durable checkpoint names it: if the packer or a
+    tokenizer is lost it is sent again from here, with the same dedup decision (never taken twice)."""
+
+    task: Task
+    summary: dict | None  # None: listed as failed
+    docs: ray.ObjectRef | None = None  # its documents, released once the packer has taken the WARC
+    decision: dict | None = None
+    encoded: ray.ObjectRef | None = None  # the tokenizer's output, what a replacement packer is sent
+
+
+def _fault_options() -> dict:
+    """Test-only: actor options that let RAYCORPUS_FAULT reach the actors."""
+    env = fault_env()
+    return {"runtime_env": {"env_vars": env}} if env else {}
 
 
 def init_ray(cfg: Config) -> None:
@@ -119,8 +142,8 @@ class WorkerPool:
         self._last_check = now
         missing = self.target_size() - len(self.ready) - len(self.starting)
         for _ in range(max(0, missing)):
-            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0).remote(
-                self.cfg, self.decontam_index)
+            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0,
+                                       **_fault_options()).remote(self.cfg, self.decontam_index)
             self.starting[actor.ready.remote()] = actor
         self.poll_starting()
 
@@ -207,10 +230,15 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
 
     init_ray(cfg)
     t_init = time.monotonic()
-    packer = PackerActor.options(num_cpus=0, max_restarts=0).remote(cfg, token_meta, lock.run_id)
+
+    def start_packer(replacement: bool = False):
+        return PackerActor.options(num_cpus=0, max_restarts=0, **_fault_options()).remote(
+            cfg, token_meta, lock.run_id, replacement)
+
+    packer = start_packer()
     start = ray.get(packer.progress.remote())["next_ordinal"]
     tokenizers = [
-        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3).remote(cfg)
+        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3, **_fault_options()).remote(cfg)
         for _ in range(cfg.ray.tokenizers)
     ]
     dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
@@ -229,7 +257,10 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     retry_heap: list[tuple[float, int, Task]] = []
     inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
     finished: dict[int, tuple[Task, dict | None, tuple]] = {}
-    commits: deque[ray.ObjectRef] = deque()
+    commits: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
+    sent: deque[Sent] = deque()  # what those were sent, until a durable checkpoint names it
+    recoveries = {"packer": 0, "tokenizer": 0}
+    stuck_at = (-1, 0)  # (packer position, recoveries there)
     next_commit = start
     highest_dispatched = start - 1
     exhausted = False
@@ -273,11 +304,71 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
             exhausted = True
         return task
 
-    def drain_and_checkpoint() -> None:
+    def send(item: Sent) -> None:
+        task = item.task
+        if item.summary is None:
+            commits.append(packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
+            return
+        if item.docs is not None:  # not taken by the packer yet: (re-)encode, deterministically
+            item.encoded = next(rr).encode.remote(task.ordinal, task.warc, item.docs, item.decision)
+        commits.append(packer.commit.remote(task.ordinal, task.warc, item.summary, item.encoded, task.attempts))
+
+    def note(position: dict) -> None:
         nonlocal last
-        while commits:
-            last = ray.get(commits.popleft())
-        last = ray.get(packer.checkpoint.remote())
+        last = position
+        while sent and sent[0].task.ordinal < position["durable_ordinal"]:
+            sent.popleft()
+        for item in sent:
+            if item.task.ordinal >= position["next_ordinal"]:
+                break
+            item.docs = None
+
+    def collect(ref: ray.ObjectRef) -> None:
+        try:
+            note(ray.get(ref))
+        except ACTOR_LOST as e:  # the packer, or the tokenizer that encoded this WARC
+            recover(e)
+
+    def recover(error: BaseException) -> None:
+        """Replace a lost packer (it reopens at its last checkpoint) and send again, in order, every
+        WARC it has not taken; a WARC whose tokenizer was lost is encoded again."""
+        nonlocal packer, stuck_at
+        commits.clear()  # the calls after a failed one fail too (out of order): all are sent again below
+        encoding = [i.encoded for i in sent if i.encoded is not None]
+        if encoding:  # let the tokenizers finish writing before a new writer cleans up
+            ray.wait(encoding, num_returns=len(encoding), fetch_local=False)
+        try:
+            position = ray.get(packer.progress.remote())
+            role = "tokenizer"
+        except ACTOR_LOST:
+            role = "packer"
+            packer = start_packer(replacement=True)
+            position = ray.get(packer.progress.remote())
+        recoveries[role] += 1
+        at = position["next_ordinal"]
+        stuck_at = (at, stuck_at[1] + 1 if stuck_at[0] == at else 1)
+        if stuck_at[1] > MAX_RECOVERIES_AT_ONE_WARC:
+            raise RuntimeError(f"{role} actors keep dying at WARC #{at} ({_error_text(error)}); "
+                               "the ledger is consistent, rerun to resume")
+        resend = [i for i in sent if i.task.ordinal >= at]
+        if [i.task.ordinal for i in resend] != list(range(at, next_commit)):
+            raise RuntimeError(f"{role} actor lost and WARC #{at} is no longer held by the driver "
+                               f"({_error_text(error)}); the ledger is consistent, rerun to resume")
+        log.warning("%s actor lost (%s): WARCs #%d-#%d sent again%s", role, _error_text(error), at,
+                    next_commit - 1, " to a new packer resumed from its last checkpoint" if role == "packer" else "")
+        for item in resend:
+            send(item)
+
+    def packer_call(method: str) -> None:
+        """``checkpoint`` or ``finish`` once everything sent is taken, through packer losses."""
+        while True:
+            while commits:
+                collect(commits.popleft())
+            try:
+                note(ray.get(getattr(packer, method).remote()))
+                return
+            except ACTOR_LOST as e:
+                recover(e)
 
     def dedup_decide(task: Task, summary: dict, dedup_ref: ray.ObjectRef) -> tuple[dict, dict]:
         payload = ray.get(dedup_ref)
@@ -286,7 +377,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                 decision, record = dedup.decide(task.ordinal, payload)
                 break
             except ACTOR_LOST:  # rebuild lost shards from the ledger, which must hold every earlier WARC
-                drain_and_checkpoint()
+                packer_call("checkpoint")
                 dedup.replace_lost(_is_alive)
         else:
             raise RuntimeError("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
@@ -374,26 +465,24 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
             while next_commit in finished:
                 task, summary, (docs_ref, dedup_ref) = finished.pop(next_commit)
                 if summary is None:
-                    commits.append(packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
+                    sent.append(Sent(task, None))
                 else:
                     decision = None
                     if dedup is not None:
                         summary, decision = dedup_decide(task, summary, dedup_ref)
                     metrics.warc_committed(summary)
                     indexed += summary["counts"].get("dedup_indexed", 0)
-                    encoded = next(rr).encode.remote(task.ordinal, task.warc, docs_ref, decision)
-                    commits.append(packer.commit.remote(task.ordinal, task.warc, summary, encoded, task.attempts))
+                    sent.append(Sent(task, summary, docs_ref, decision))
+                send(sent[-1])
                 next_commit += 1
             while commits and (len(commits) > 8 or _is_ready(commits[0])):
-                last = ray.get(commits.popleft())
+                collect(commits.popleft())
             progress.update(last, inflight=len(inflight), workers=len(pool.ready), buffered=len(finished))
             if time.monotonic() - last_report > 1.0:
                 report_metrics()
                 last_report = time.monotonic()
             max_workers = max(max_workers, len(pool.ready))
-        while commits:
-            last = ray.get(commits.popleft())
-        last = ray.get(packer.finish.remote())
+        packer_call("finish")
         progress.update(last, inflight=0, workers=len(pool.ready), buffered=0)
         report_metrics()
         dedup_stats = _dedup_stats(dedup, ledger.load().totals.get("dedup_indexed", 0))
@@ -418,6 +507,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
         "wall_seconds": round(time.monotonic() - t_start, 3),
         "startup_seconds": round(t_start - t_init, 3),
         "workers": max_workers,
+        "actor_recoveries": recoveries,
         **({"dedup": dedup_stats} if dedup is not None else {}),
         "peak_rss_mb": memory,
     })

@@ -10,13 +10,14 @@ so even a run that lost its lease without noticing cannot write the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import time
 import uuid
 
-from raycorpus.storage import NotFound, Storage, join_url
+from raycorpus.storage import NotFound, Storage, StorageError, join_url
 
 LOCK_FILE = "lock.json"
 
@@ -83,9 +84,12 @@ class OutputLock:
                                + (self._message(held) if held else "lock.json was removed"))
 
     def release(self) -> None:
-        held = self.read()
-        if held and held.get("run_id") == self.run_id:
-            self.storage.delete(self.url)
+        """Delete the lease if it is still ours. Best effort: on an output that can no longer be
+        written, the error that stopped the run is the one to report; a dead run's lease is stale."""
+        with contextlib.suppress(StorageError):
+            held = self.read()
+            if held and held.get("run_id") == self.run_id:
+                self.storage.delete(self.url)
 
     def _message(self, held: dict) -> str:
         age = time.time() - held.get("heartbeat", time.time())

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,12 +78,24 @@ def reference(crawl, tmp_path_factory, ray_address):
 
 
 def write_config(path: Path, manifest: Path, out: Path, tok: str) -> list[str]:
-    """A config file like the e2e tests' (checkpoint after every WARC); returns the CLI command."""
+    """A config file like the e2e tests' (checkpoint after every WARC); returns the CLI command.
+    ``num_cpus`` and ``object_store_memory`` only apply where the CLI starts its own Ray."""
     path.write_text(json.dumps({
         "input": {"manifest": str(manifest)}, "output": {"path": str(out), "shard_size_tokens": 5000},
-        "tokenizer": {"path": tok}, "ray": {"workers": 2}, "warc": {"retry_backoff_seconds": 0.1},
+        "tokenizer": {"path": tok}, "warc": {"retry_backoff_seconds": 0.1},
+        "ray": {"workers": 2, "num_cpus": 2, "object_store_memory": 200 * 2**20},
         "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
     return [sys.executable, "-m", "raycorpus.cli", "run", str(path)]
+
+
+def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
+    ledger = Ledger(Storage(), str(out))
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= n:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the run ended (exit {proc.poll()}) or stalled before checkpoint {n}")
 
 
 def assert_clear_failure(r: subprocess.CompletedProcess, out: Path, os_error: str) -> None:
@@ -91,7 +105,7 @@ def assert_clear_failure(r: subprocess.CompletedProcess, out: Path, os_error: st
         r.stderr[-3000:]
     lines = [line for line in r.stderr.splitlines() if line.startswith("raycorpus: ")]
     assert lines, r.stderr[-3000:]
-    assert os_error in lines[0] and str(out) in lines[0], lines
+    assert lines[0].startswith(f"raycorpus: write {out}/") and os_error in lines[0], lines  # the write that failed
     assert "run the same command again" in r.stderr
 
 
@@ -133,12 +147,7 @@ def test_output_turned_read_only_then_writable_resumes_to_the_same_bytes(referen
     cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok)
     resize(small_disk, 4 * disk_usage(ref_out))
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ledger = Ledger(Storage(), str(out))
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
-            break
-        time.sleep(0.01)
+    wait_for_checkpoints(proc, out, 2)
     proc.send_signal(signal.SIGINT)  # Ctrl-C: committed WARCs checkpointed, exit 130
     assert proc.wait(timeout=300) == 130
     done = assert_ledger_consistent(out)
@@ -151,6 +160,49 @@ def test_output_turned_read_only_then_writable_resumes_to_the_same_bytes(referen
 
     _mount("-o", "remount,rw", str(small_disk))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] and s["this_run"]["resumed_at"] == done
+    assert shard_digests(out) == shard_digests(ref_out)
+    assert s["docs"] == ref_summary["docs"]
+
+
+NO_DAC = ["--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.slow
+def test_output_folder_losing_write_permission_mid_run_then_restored(reference, crawl, tmp_path):
+    """Permission denied (EACCES) in the actors. Root ignores file modes, so the CLI runs as root
+    without CAP_DAC_OVERRIDE (setpriv) and starts its own Ray, whose processes inherit that."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.geteuid() != 0:
+        pytest.skip("needs root and setpriv (util-linux) to run the build without CAP_DAC_OVERRIDE")
+    if subprocess.run([setpriv, *NO_DAC, "true"], capture_output=True, timeout=30).returncode:
+        pytest.skip("setpriv cannot drop CAP_DAC_OVERRIDE in this sandbox")
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok)
+    ray_tmp = tempfile.mkdtemp(prefix="rc-ray-")  # short: Ray's socket paths must fit in 107 bytes
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": ray_tmp}
+    folders = [out]
+    try:
+        proc = subprocess.Popen([setpriv, *NO_DAC, *cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        wait_for_checkpoints(proc, out, 2)
+        folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+        for folder in folders:
+            folder.chmod(0o555)  # nothing new can be created in the output any more
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert_clear_failure(subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), out, "Permission denied")
+    done = assert_ledger_consistent(out)
+    assert 0 < done < 8, "the run was not stopped mid-way"
+
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # permission back: rerun (test cluster)
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["complete"] and s["this_run"]["resumed_at"] == done

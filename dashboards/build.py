@@ -33,9 +33,15 @@ def rate(name: str, *matchers: str) -> str:
     return f"rate({series(name, *matchers)}[{RATE_WINDOW}])"
 
 
-def over_range(name: str, *matchers: str) -> str:
-    """How much a counter grew over the dashboard's time range (counter resets of a restarted driver handled)."""
-    return f"increase({series(name, *matchers)}[$__range])"
+def run_total(name: str, *matchers: str) -> str:
+    """A counter's total over the runs seen in the dashboard's time range.
+
+    Each process (a driver, a worker actor) exports its own series (Ray's ``WorkerId`` label) counting from its
+    start, and a process's series is created at its first increment: ``increase()`` would miss that first
+    increment (a single retry would show as 0). The last value of each series in the range, summed, is the
+    total of every process seen in the range (a resumed build's drivers add up).
+    """
+    return f"max_over_time({series(name, *matchers)}[$__range])"
 
 
 def quantile(q: float, histogram: str, by: str = "") -> str:
@@ -133,14 +139,14 @@ def sections() -> list[tuple[str, list[dict]]]:
                        [target(f"sum({rate('raycorpus_tokens_total')})", "tokens")]),
             timeseries("WARC bytes read / s", "Compressed WARC bytes the workers read (committed WARCs).",
                        [target(f"sum({rate('raycorpus_bytes_read_total')})", "read")], unit="Bps"),
-            stat("Tokens in range", "Tokens written over the dashboard's time range.",
-                 f"sum({over_range('raycorpus_tokens_total')})", width=6),
-            stat("Shards closed in range", "Token shards closed and made durable over the time range.",
-                 f"sum({over_range('raycorpus_shards_total')})", width=6),
-            stat("Documents kept in range", "Documents written to the shards over the time range.",
-                 f"sum({over_range('raycorpus_docs_kept_total')})", width=6),
-            stat("Keep ratio in range", "Documents kept / HTML documents read, over the time range.",
-                 f"sum({over_range('raycorpus_docs_kept_total')}) / sum({over_range('raycorpus_docs_in_total')})",
+            stat("Tokens written", "Tokens written to the shards by the runs in the time range.",
+                 f"sum({run_total('raycorpus_tokens_total')})", width=6),
+            stat("Shards closed", "Token shards closed and made durable by the runs in the time range.",
+                 f"sum({run_total('raycorpus_shards_total')})", width=6),
+            stat("Documents kept", "Documents written to the shards by the runs in the time range.",
+                 f"sum({run_total('raycorpus_docs_kept_total')})", width=6),
+            stat("Keep ratio", "Documents kept / HTML documents read, by the runs in the time range.",
+                 f"sum({run_total('raycorpus_docs_kept_total')}) / sum({run_total('raycorpus_docs_in_total')})",
                  unit="percentunit", width=6),
         ]),
         ("Funnel: kept vs dropped", [
@@ -149,10 +155,10 @@ def sections() -> list[tuple[str, list[dict]]]:
                        [target(f"sum({rate('raycorpus_docs_kept_total')})", "kept"),
                         target(f"sum by (stage, reason) ({rate('raycorpus_docs_dropped_total')})",
                                "{{stage}}: {{reason}}")], width=12, stack=True),
-            bargauge("Kept and dropped over the time range", "Documents kept, and dropped by stage and reason, "
-                     "over the dashboard's time range, largest first.",
-                     [target(f"sum({over_range('raycorpus_docs_kept_total')})", "kept", instant=True),
-                      target(f"sort_desc(sum by (stage, reason) ({over_range('raycorpus_docs_dropped_total')}))",
+            bargauge("Kept and dropped (runs in the time range)", "Documents kept, and dropped by stage and "
+                     "reason, by the runs in the time range, largest first.",
+                     [target(f"sum({run_total('raycorpus_docs_kept_total')})", "kept", instant=True),
+                      target(f"sort_desc(sum by (stage, reason) ({run_total('raycorpus_docs_dropped_total')}))",
                              "{{stage}}: {{reason}}", instant=True)]),
         ]),
         ("WARC progress", [
@@ -174,10 +180,10 @@ def sections() -> list[tuple[str, list[dict]]]:
                         target(f"sum({rate('raycorpus_storage_retries_total')})", "storage retries")], width=12),
             stat("Failed WARCs", "WARCs that used up their attempts; listed with their errors in the ledger and "
                  "the summary.", warc_count("failed"), red_from=1),
-            stat("WARC retries in range", "WARC attempts retried over the time range.",
-                 f"sum({over_range('raycorpus_warc_retries_total')})"),
-            stat("Storage retries in range", "Storage requests retried over the time range.",
-                 f"sum({over_range('raycorpus_storage_retries_total')})"),
+            stat("WARC retries", "WARC attempts retried by the runs in the time range.",
+                 f"sum({run_total('raycorpus_warc_retries_total')})"),
+            stat("Storage retries", "Storage requests retried by the runs in the time range.",
+                 f"sum({run_total('raycorpus_storage_retries_total')})"),
         ]),
         ("Dedup", [
             timeseries("Dedup rate", "Share of the documents reaching the dedup decision that were dropped as "

@@ -12,12 +12,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import yaml
 
@@ -143,3 +151,73 @@ def selectors(expr: str) -> list[Selector]:
 
     promql_parser.walk(promql_parser.parse(expr), visit)
     return found
+
+
+# ------------------------------------------------------------------------------------------------ a real Prometheus
+
+
+class PrometheusServer:
+    """A real ``prometheus`` scraping ``targets`` (host:port) every ``scrape_interval`` on 127.0.0.1:PORT.
+
+    Started in its own process group in ``folder`` (config and TSDB); stopping signals exactly that group.
+    """
+
+    def __init__(self, targets: list[str], folder: Path, scrape_interval: str = "1s", timeout: float = 60.0):
+        self.targets, self.folder, self.scrape_interval, self.timeout = targets, folder, scrape_interval, timeout
+        self.url = ""
+        self.proc: subprocess.Popen | None = None
+        self._log: IO[str] | None = None
+
+    def __enter__(self) -> PrometheusServer:
+        from tests.servers import free_port
+
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise FileNotFoundError("prometheus not installed (Debian package prometheus)")
+        config = self.folder / "prometheus.yml"
+        config.write_text(yaml.safe_dump({
+            "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval},
+            "scrape_configs": [{"job_name": "ray", "static_configs": [{"targets": self.targets}]}],
+        }))
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self._log = open(self.folder / "prometheus.log", "w")
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={self.folder / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"],
+            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        log = (self.folder / "prometheus.log").read_text(errors="replace")
+        self.__exit__()
+        raise RuntimeError(f"prometheus did not become ready within {self.timeout:g} s:\n{log[-3000:]}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        if self._log is not None:
+            self._log.close()
+
+    def api(self, path: str, **params: str | float) -> list[dict]:
+        """GET /api/v1/PATH; the ``data.result`` (or ``data``) of a successful answer."""
+        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            answer = json.load(r)
+        assert answer["status"] == "success", answer
+        data = answer["data"]
+        return data["result"] if isinstance(data, dict) else data
+
+    def query_range(self, expr: str, start: float, end: float, step: float = 1.0) -> list[dict]:
+        return self.api("query_range", query=expr, start=start, end=end, step=step)

@@ -6,14 +6,22 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import math
 import re
+import shutil
+import subprocess
+import sys
+import time
 
 import jsonschema
 import pytest
 
 from raycorpus.runtime.metrics import BY_NAME, CATALOGUE, PREFIX, MetricSpec, exported_names
 from tests import promql
+from tests.cluster import LocalCluster, ray_env
 from tests.conftest import REPO, SHARED, need_shared
+from tests.corpus import make_crawl, make_tokenizer
+from tests.servers import LocalHTTPServer
 
 DASHBOARD = REPO / "dashboards" / "raycorpus.json"
 GRAFANA_SCHEMAS = SHARED / "data" / "deploy-schemas" / "grafana-jsonschema"
@@ -236,3 +244,110 @@ def test_dashboard_without_a_declared_metric_is_caught(dashboard):
     broken["panels"] = [p for p in broken["panels"]
                         if not any("lsh_indexed_docs" in t["expr"] for t in p.get("targets", []))]
     assert missing_metrics(broken) == ["raycorpus_lsh_indexed_docs"]
+
+
+# ------------------------------------------------------------------------------------------------ against a real build
+
+
+def _last_values(result: list[dict]) -> dict[tuple, float]:
+    """The last finite value of each series of a range query (what a stat panel's lastNotNull shows)."""
+    last = {}
+    for series in result:
+        values = [float(v) for _, v in series["values"] if math.isfinite(float(v))]
+        if values:
+            last[tuple(sorted(series["metric"].items()))] = values[-1]
+    return last
+
+
+# runs the CLI's build (argv[1]: the config), prints EXIT and its exit code, then waits for a line on stdin
+HOLDING_DRIVER = """
+import sys
+from raycorpus.cli import main
+print("EXIT", main(["run", sys.argv[1]]), flush=True)
+sys.stdin.readline()
+"""
+FINAL_STATE = 'ray_raycorpus_warcs{state="committed"} == 4'
+
+
+@pytest.mark.slow
+def test_every_panel_shows_data_from_a_real_build(dashboard, tmp_path):
+    """A build on a real Ray node (one WARC unreadable: retried then failed; every first GET of the HTTP server
+    fails: storage retries; the crawl has exact and near copies), scraped by a real Prometheus: every panel
+    expression of the dashboard, with the variables set as Grafana would, has data."""
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus not installed (Debian package prometheus)")
+    crawl = make_crawl(tmp_path / "warcs", n_warcs=4, pages=30)
+    tok = make_tokenizer(crawl, tmp_path / "tokenizer.json")
+    www_root = crawl.manifest_path.parent
+    (www_root / "garbage.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 16)
+    lines = crawl.manifest_path.read_text().split()
+    (www_root / "mixed.paths").write_text("\n".join([*lines[:2], "garbage.warc.gz", *lines[2:]]) + "\n")
+    out = tmp_path / "out"
+    (tmp_path / "prom").mkdir()
+    # Ray's metrics agent exports what the processes recorded every second instead of every 10
+    env = ray_env(RAY_metrics_report_interval_ms="1000")
+    with LocalCluster(head_cpus=2, env=env) as cluster, LocalHTTPServer(str(www_root), fail_first_n=1) as www, \
+            promql.PrometheusServer([f"127.0.0.2:{cluster.head.metrics_port}"], tmp_path / "prom") as prom:
+        cfg = tmp_path / "build.json"
+        cfg.write_text(json.dumps({
+            "input": {"manifest": www.url + "mixed.paths", "base": www.url},
+            "output": {"path": str(out), "shard_size_tokens": 5000},
+            "tokenizer": {"path": tok},
+            "warc": {"retry_backoff_seconds": 0.1, "max_attempts": 2},
+            "storage": {"backoff_seconds": 0.05},
+            "run": {"checkpoint_interval_seconds": 0, "progress": "off", "failure_budget": 1},
+        }))
+        start = time.time()
+        # The driver runs the CLI's build and then stays connected until told to exit: Ray stops exporting a
+        # driver's metrics when it exits, which can be before its last values were scraped.
+        driver_log = tmp_path / "driver.log"
+        with open(driver_log, "w") as log:
+            driver = subprocess.Popen([sys.executable, "-c", HOLDING_DRIVER, str(cfg)], env=cluster.driver_env(),
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            exit_line = next((line for line in driver.stdout if line.startswith("EXIT ")), "no exit line")
+            assert exit_line.strip() == "EXIT 0", driver_log.read_text()[-3000:]
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not prom.api("query", query=FINAL_STATE):
+                time.sleep(1)
+            assert prom.api("query", query=FINAL_STATE), "the build's final state was never scraped"
+        finally:
+            try:
+                driver.communicate("\n", timeout=120)
+            except subprocess.TimeoutExpired:
+                driver.kill()
+                driver.wait()
+
+        values = {**promql.GRAFANA_TEST_VALUES, "output": str(out)}
+        outputs = {s["metric"].get("output") for s in prom.query_range("ray_raycorpus_warcs", start, time.time())}
+        assert outputs == {str(out)}  # what the output variable offers
+        empty = []
+        for where, expr in promql.dashboard_queries(dashboard):
+            expr = promql.substitute_grafana_variables(expr, values)
+            if not _last_values(prom.query_range(expr, start, time.time(), step=1)):
+                empty.append(f"{where}: {expr}")
+        assert empty == [], "panels without data:\n" + "\n".join(empty)
+
+        # the totals the stat and bar panels show are the run summary's numbers
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["warcs"] == {"total": 5, "committed": 4, "failed": 1, "pending": 0}
+
+        def shown(title: str) -> dict[tuple, float]:
+            panel = next(p for p in dashboard["panels"] if p["title"] == title)
+            results = {}
+            for t in panel["targets"]:
+                expr = promql.substitute_grafana_variables(t["expr"], values)
+                results.update(_last_values(prom.query_range(expr, start, time.time(), step=1)))
+            return results
+
+        assert shown("Tokens written") == {(): summary["tokens"]}
+        assert shown("Shards closed") == {(): summary["shards"]}
+        assert shown("Documents kept") == {(): summary["docs"]["kept"]}
+        assert shown("Keep ratio") == {(): pytest.approx(summary["docs"]["kept"] / summary["docs"]["in"])}
+        assert summary["this_run"]["retried"] == 1 and shown("WARC retries") == {(): 1}
+        assert shown("Failed WARCs") == {(): 1}
+        assert shown("Progress") == {(): 0.8}
+        assert shown("ETA") == {(): 0}  # shown as "done"
+        funnel = {(("reason", reason.partition(":")[2] or reason), ("stage", reason.partition(":")[0])): n
+                  for reason, n in summary["docs"]["dropped"].items()}
+        assert shown("Kept and dropped (runs in the time range)") == {(): summary["docs"]["kept"], **funnel}

@@ -6,8 +6,10 @@ expression parses, and that every metric it reads is one ``raycorpus/runtime/met
 
 Every series is filtered by the ``cluster`` variable (the ``ray_io_cluster`` label KubeRay's PodMonitors add;
 "All" also matches a Prometheus without it) and the ``output`` variable (the build's output path, the tag
-every raycorpus metric carries). Gauges are set by the one driver of an output: ``max`` folds the label sets
-Ray adds (node, session) without double counting; counters and histograms are summed.
+every raycorpus metric carries). Ray labels each series with the process that recorded it (``WorkerId``,
+``NodeAddress``, ``SessionName``) and stops exporting a process's series when it exits. Gauges are set by the
+one driver of an output: ``max`` folds those labels without double counting; counters and histograms, recorded
+by the driver and by every worker actor, are summed.
 """
 
 from __future__ import annotations

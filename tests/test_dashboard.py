@@ -27,7 +27,8 @@ DASHBOARD = REPO / "dashboards" / "raycorpus.json"
 GRAFANA_SCHEMAS = SHARED / "data" / "deploy-schemas" / "grafana-jsonschema"
 # labels a raycorpus series may be selected on besides its declared tags: the output tag every series carries,
 # KubeRay's cluster label, Ray's own labels
-COMMON_LABELS = {"output", "ray_io_cluster", "SessionName", "NodeAddress", "Component", "Version", "instance", "job"}
+COMMON_LABELS = {"output", "ray_io_cluster", "SessionName", "NodeAddress", "Component", "Version", "WorkerId",
+                 "otel_scope_name", "instance", "job"}
 
 
 @pytest.fixture(scope="module")
@@ -209,33 +210,44 @@ def test_every_declared_metric_is_on_the_dashboard(dashboard):
 # ------------------------------------------------------------------------------------------------ the checks can fail
 
 
-def _first_target(board: dict) -> dict:
-    return next(p for p in board["panels"] if p.get("targets"))["targets"][0]
-
-
-def test_broken_copy_is_rejected(dashboard, tmp_path):
+def _broken(dashboard: dict, expr: str) -> dict:
+    """A copy of ``dashboard`` whose first target's expression is ``expr``."""
     broken = copy.deepcopy(dashboard)
-    first = _first_target(broken)
-    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total{output=\"$output\"}[$__rate_interval])"  # unclosed
-    assert "unclosed left parenthesis" in promtool_errors(broken, tmp_path)
-    assert any("unclosed" in e for e in parser_errors(broken))
+    next(p for p in broken["panels"] if p.get("targets"))["targets"][0]["expr"] = expr
+    return broken
 
-    first["expr"] = "sum(rate(ray_raycorpus_docs_typo_total[$__rate_interval]))"
-    assert any("ray_raycorpus_docs_typo_total" in e for e in name_errors(broken))
-    first["expr"] = 'sum(rate(ray_raycorpus_docs_in_total{stage="dedup"}[$__rate_interval]))'
-    assert any("'stage'" in e for e in name_errors(broken))
-    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total[$undefined_variable]))"
+
+UNCLOSED = 'sum(rate(ray_raycorpus_docs_in_total{output="$output"}[$__rate_interval])'
+
+
+def test_unparsable_promql_is_rejected_by_promtool(dashboard, tmp_path):
+    assert "unclosed left parenthesis" in promtool_errors(_broken(dashboard, UNCLOSED), tmp_path)
+
+
+def test_unparsable_promql_is_rejected_by_promql_parser(dashboard):
+    assert any("unclosed" in e for e in parser_errors(_broken(dashboard, UNCLOSED)))
+
+
+def test_undeclared_metric_label_or_variable_is_rejected(dashboard):
+    typo = _broken(dashboard, "sum(rate(ray_raycorpus_docs_typo_total[$__rate_interval]))")
+    assert any("ray_raycorpus_docs_typo_total" in e for e in name_errors(typo))
+    wrong_label = _broken(dashboard, 'sum(rate(ray_raycorpus_docs_in_total{stage="dedup"}[$__rate_interval]))')
+    assert any("'stage'" in e for e in name_errors(wrong_label))
     with pytest.raises(ValueError, match="undefined_variable"):
-        queries(broken)
+        queries(_broken(dashboard, "sum(rate(ray_raycorpus_docs_in_total[$undefined_variable]))"))
 
-    first["expr"] = "sum(rate(ray_raycorpus_docs_in_total[$__rate_interval]))"
+
+def test_schema_violations_are_rejected(dashboard):
+    broken = copy.deepcopy(dashboard)
     broken["panels"][1]["gridPos"]["w"] = 30
     broken["templating"]["list"][0]["type"] = "prometheus"
-    broken["panels"][1]["options"]["legend"]["placement"] = "top"
+    broken["panels"][1]["options"]["legend"]["placement"] = "top"  # the timeseries plugin's own schema
+    broken["panels"][1]["targets"][0]["format"] = "graph"  # the Prometheus query schema
     errors = schema_errors(broken)
     assert any("gridPos" in e for e in errors)
     assert any("templating" in e for e in errors)
-    assert any("legend" in e for e in errors)
+    assert any("options $.legend.placement" in e for e in errors)
+    assert any("target $.format" in e for e in errors)
 
 
 def test_dashboard_without_a_declared_metric_is_caught(dashboard):

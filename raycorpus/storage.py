@@ -323,7 +323,7 @@ class Storage:
 
     def __init__(self, cfg: StorageConfig | None = None):
         self.cfg = cfg or StorageConfig()
-        self.stats: dict[str, int] = {"retries": 0, "bytes_read": 0, "bytes_written": 0}
+        self.stats: dict[str, int] = {"retries": 0, "throttled": 0, "bytes_read": 0, "bytes_written": 0}
         self._init_runtime()
 
     def _init_runtime(self) -> None:

@@ -92,6 +92,9 @@ class CorpusWriter:
         placed = self.packer.add(ordinal, warc, tokens, lengths)
         counts = Counter(summary["counts"])
         counts["bytes_read"] += summary["bytes_read"]
+        storage = summary.get("storage", {})  # the worker's storage requests retried for this WARC
+        counts["storage_retries"] += storage.get("retries", 0)
+        counts["storage_throttled"] += storage.get("throttled", 0)
         counts["tokens"] += placed["tokens"]
         counts["worker_seconds_ms"] += int(summary["seconds"] * 1000)
         self.state.totals.update(counts)

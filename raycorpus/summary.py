@@ -35,6 +35,8 @@ def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run_stats: 
         "tokens": state.packer.tokens,
         "shards": state.packer.shards_closed,
         "bytes_read": t.get("bytes_read", 0),
+        # storage requests the workers retried while reading committed WARCs (throttled: after SlowDown / 503 / 429)
+        "storage": {"retries": t.get("storage_retries", 0), "throttled": t.get("storage_throttled", 0)},
         "failed": state.failed,
         "this_run": dict(run_stats),
     }
@@ -70,6 +72,9 @@ def format_summary(s: dict) -> str:
         lines.append(f"dedup index   {dd['indexed_docs']:,} documents in {dd['shards']} LSH shard(s){per_doc}"
                      + (f", {dd['restarts']} shard restart(s)" if dd.get("restarts") else ""))
     lines.append(f"tokens        {s['tokens']:,} in {s['shards']:,} shards")
+    if s.get("storage", {}).get("retries"):
+        lines.append(f"storage       {s['storage']['retries']:,} read requests retried"
+                     f" ({s['storage']['throttled']:,} after SlowDown)")
     run = s["this_run"]
     if "docs_per_second" in run:
         lines.append(

@@ -178,7 +178,8 @@ def test_build_with_input_and_output_behind_a_faulty_s3_gives_the_same_bytes(ref
     assert all(kinds[k] > 0 for k in ("slowdown", "reset", "reset_mid_body", "truncate")), kinds
     assert by_op["get"] > 0 and by_op["put"] > 0, by_op
     # the workers' WARC reads were broken too, and absorbed by storage retries (no WARC was retried)
-    assert sum(n for path, n in proxy.fault_paths.items() if path.startswith("/faults-crawl/sample/")) > 0
+    warc_faults = sum(n for path, n in proxy.fault_paths.items() if path.startswith("/faults-crawl/sample/"))
+    assert warc_faults > 0 and s["storage"]["retries"] >= warc_faults, (warc_faults, s["storage"])
     st = Storage(StorageConfig(s3_endpoint_url=s3_server.endpoint_url))  # read back past the proxy
     got = {u.rsplit("/", 1)[1]: st.read_bytes(u) for u in st.list("s3://faults-corpus/run1/shards")}
     assert {k: hashlib.sha256(v).hexdigest() for k, v in got.items()} == shard_digests(ref_out)

@@ -323,6 +323,18 @@ def test_every_panel_shows_data_from_a_real_build(dashboard, tmp_path):
             while time.monotonic() < deadline and not prom.api("query", query=FINAL_STATE):
                 time.sleep(1)
             assert prom.api("query", query=FINAL_STATE), "the build's final state was never scraped"
+            time.sleep(2)  # a scrape of the workers' last values too
+            # every metric raycorpus declares has data, asked the way an operator would (gauges are exported
+            # while the driver keeps setting them, so ask for the run's whole range)
+            no_data = []
+            for name in sorted(exported_names()):
+                r = subprocess.run([promql.promtool() or "promtool", "query", "instant", "-o", "json", prom.url,
+                                    f"count(last_over_time({name}[10m]))"], capture_output=True, text=True,
+                                   timeout=60)
+                assert r.returncode == 0, r.stderr
+                if not json.loads(r.stdout):
+                    no_data.append(name)
+            assert no_data == [], f"declared metrics without data after a run: {no_data}"
         finally:
             try:
                 driver.communicate("\n", timeout=120)

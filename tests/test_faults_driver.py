@@ -189,3 +189,28 @@ def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(r
     assert second.returncode == 0, second.stderr[-2000:]
     s = _assert_complete_and_identical(out, ref_out, ref_summary)
     assert s["this_run"]["resumed_at"] == 3 and s["this_run"]["processed"] == N_WARCS - 3
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp_path):  # noqa: F811
+    """SIGTERM (what `ray job stop` and Kubernetes send) checkpoints the committed prefix and exits 130,
+    not Ray's own handler's exit 15; the same command then finishes the job identically."""
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    ledger = Ledger(Storage(), str(out))
+    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, checkpoint_interval=3600)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline and not (out / SHARDS_DIR / "shard-000002.json").exists():
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr[-2000:]
+    done = ledger.load().next_ordinal
+    assert 0 < done < N_WARCS  # with a 3600 s interval only the interrupt wrote a checkpoint
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    s = _assert_complete_and_identical(out, ref_out, ref_summary)
+    assert s["this_run"]["resumed_at"] == done and s["this_run"]["processed"] == N_WARCS - done

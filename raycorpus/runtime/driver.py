@@ -13,6 +13,8 @@ import itertools
 import logging
 import os
 import random
+import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -83,6 +85,16 @@ def init_ray(cfg: Config) -> None:
     """Join RAY_ADDRESS / ray.address if given, else start a private local Ray."""
     if ray.is_initialized():
         return
+    # ray.init installs its own SIGTERM handler (exit 15); keep the caller's (the CLI's: checkpoint, exit 130)
+    previous = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        _start_or_join(cfg)
+    finally:
+        if callable(previous):
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _start_or_join(cfg: Config) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = cfg.ray.address or os.environ.get("RAY_ADDRESS")
     if address:

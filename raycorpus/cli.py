@@ -38,7 +38,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
     from raycorpus.lock import OutputLocked
     from raycorpus.manifest import ManifestError
     from raycorpus.prepare import prepare_tokenizer
-    from raycorpus.runtime.driver import RunInterrupted, run_build
+    from raycorpus.runtime.driver import RunAborted, RunInterrupted, run_build
     from raycorpus.shards import canonical_json
     from raycorpus.storage import NotFound, Storage, StorageError, join_url
     from raycorpus.summary import format_summary
@@ -62,6 +62,10 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
     except RunInterrupted:
         _err("interrupted: committed WARCs are checkpointed; run the same command again to resume")
         return EXIT_INTERRUPTED
+    except RunAborted as e:
+        os.environ["RAY_IGNORE_UNHANDLED_ERRORS"] = "1"
+        _err(f"run aborted: {e}")
+        return EXIT_FAILED
     if not quiet:
         print(format_summary(summary))
     if _budget_exceeded(cfg, summary):

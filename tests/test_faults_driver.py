@@ -184,6 +184,7 @@ def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(r
     assert first.returncode == 1, first.stderr[-2000:]
     assert "tokenizer actor lost" in first.stderr  # the driver's own re-encodes, after Ray's retries
     assert "tokenizer actors keep dying at WARC #3" in first.stderr and "rerun to resume" in first.stderr
+    assert "run aborted:" in first.stderr and "Traceback" not in first.stderr  # one clear line, no stack
     assert Ledger(Storage(), str(out)).load().next_ordinal == 3
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]

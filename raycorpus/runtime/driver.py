@@ -52,6 +52,10 @@ class RunInterrupted(Exception):
     """Ctrl-C / SIGTERM: the committed prefix is checkpointed; rerun to resume."""
 
 
+class RunAborted(RuntimeError):
+    """The run cannot go on (actors keep dying, no worker can start); the ledger is consistent: rerun to resume."""
+
+
 @dataclass
 class Task:
     ordinal: int
@@ -179,7 +183,7 @@ class WorkerPool:
             ray.wait(list(self.starting), num_returns=1, timeout=1.0)
             self.poll_starting()
             if time.monotonic() > deadline:
-                raise RuntimeError("no extraction worker could start: does the cluster have a free CPU?")
+                raise RunAborted("no extraction worker could start within 300 s: does the cluster have a free CPU?")
 
     def pick(self) -> ray.actor.ActorHandle | None:
         if not self.ready:
@@ -360,11 +364,11 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
         at = position["next_ordinal"]
         stuck_at = (at, stuck_at[1] + 1 if stuck_at[0] == at else 1)
         if stuck_at[1] > MAX_RECOVERIES_AT_ONE_WARC:
-            raise RuntimeError(f"{role} actors keep dying at WARC #{at} ({_error_text(error)}); "
+            raise RunAborted(f"{role} actors keep dying at WARC #{at} ({_error_text(error)}); "
                                "the ledger is consistent, rerun to resume")
         resend = [i for i in sent if i.task.ordinal >= at]
         if [i.task.ordinal for i in resend] != list(range(at, next_commit)):
-            raise RuntimeError(f"{role} actor lost and WARC #{at} is no longer held by the driver "
+            raise RunAborted(f"{role} actor lost and WARC #{at} is no longer held by the driver "
                                f"({_error_text(error)}); the ledger is consistent, rerun to resume")
         log.warning("%s actor lost (%s): WARCs #%d-#%d sent again%s", role, _error_text(error), at,
                     next_commit - 1, " to a new packer resumed from its last checkpoint" if role == "packer" else "")
@@ -392,7 +396,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                 packer_call("checkpoint")
                 dedup.replace_lost(_is_alive)
         else:
-            raise RuntimeError("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
+            raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
         counts = dict(summary["counts"])
         tag = cfg.filters.mode == "tag"
         for kind, n in decision.counts().items():

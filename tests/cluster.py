@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Self
 
@@ -32,6 +33,8 @@ READY_MARK = "Ray runtime started"
 def ray_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)  # the pytest session's own cluster is not this one
+    # this Python's scripts (raycorpus, ray) first, as on a cluster image: job entrypoints name them
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", **extra)
     return env
 
@@ -94,6 +97,13 @@ class RayNode:
                     return p.pid
         raise LookupError(f"no {name} process on node {self.ip}")
 
+    def metric(self, name: str) -> float:
+        """Sum of every sample of ``name`` on this node's metrics endpoint (0 if none yet)."""
+        with urllib.request.urlopen(f"http://{self.ip}:{self.metrics_port}/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines
+                   if line.startswith((name + "{", name + " ")))
+
     def kill(self) -> None:
         """SIGKILL the node's raylet by its PID: the node is lost as a preempted machine is."""
         os.kill(self.pid_of("raylet"), signal.SIGKILL)
@@ -116,10 +126,13 @@ class LocalCluster:
     """A head on 127.0.0.2 (optionally with the dashboard on 127.0.0.1) and worker nodes beside it."""
 
     def __init__(self, head_cpus: int = 1, memory: int = 2 * 2**30, object_store: int = 200 * 2**20,
-                 dashboard: bool = False, head_args: tuple[str, ...] = (), env: dict[str, str] | None = None):
+                 dashboard: bool = False, head_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                 gcs_port: int | None = None):
+        """``gcs_port``: chosen by the caller when a file must name the address before the head starts
+        (an autoscaling config's ``provider.gcs_address``)."""
         self.memory, self.object_store = memory, object_store
         self.env = env or ray_env()
-        self.gcs_port = free_port()
+        self.gcs_port = gcs_port or free_port()
         self.dashboard_port = free_port(exclude={self.gcs_port}) if dashboard else None
         args = ["--head", f"--port={self.gcs_port}", f"--num-cpus={head_cpus}", *self._sizes(),
                 f"--ray-client-server-port={free_port(exclude={self.gcs_port})}"]

@@ -7,6 +7,7 @@ import resource
 
 import numpy as np
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycorpus.commit import CorpusWriter, fault_point
 from raycorpus.config import Config
@@ -25,6 +26,14 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def on_this_node() -> NodeAffinitySchedulingStrategy:
+    """Affinity to the calling process's node. The driver places the commit path's ``num_cpus=0``
+    actors (packer, tokenizers, LSH shards) beside itself, so losing a worker node never takes
+    them down. Hard, not soft: Ray's soft affinity still spreads zero-CPU actors over other nodes,
+    and the driver's node is the one node the run cannot outlive anyway."""
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+
 class _Measured:
     def peak_rss_mb(self) -> float:
         return peak_rss_mb()
@@ -37,9 +46,10 @@ class WarcWorker(_Measured):
     def __init__(self, cfg: Config, decontam_index=None):
         self.processor = WarcProcessor(cfg, decontam_index=decontam_index)
         self.metrics = Metrics(cfg.output.path)
+        self.node_id = ray.get_runtime_context().get_node_id()
 
     def ready(self) -> str:
-        return ray.get_runtime_context().get_node_id()
+        return self.node_id
 
     @ray.method(num_returns=3)
     def process(self, ordinal: int, url: str) -> tuple[dict, list[Document], dict]:
@@ -49,6 +59,7 @@ class WarcWorker(_Measured):
         fault_point("processed", ordinal)  # test-only
         summary = result.summary()
         summary["storage"] = {k: v - before.get(k, 0) for k, v in stats.items()}  # this WARC's share
+        summary["node"] = self.node_id  # where it ran (the run summary counts WARCs per node)
         self.metrics.warc_processed(summary["counts"], summary["seconds"], summary["storage"].get("retries", 0))
         payload = {"hashes": result.content_hashes, "sigs": result.signatures, "eligible": None}
         if self.processor.chain is not None and self.processor.chain.tag:  # dedup what filter mode would keep

@@ -9,7 +9,7 @@ import ray
 from raycorpus.config import Config
 from raycorpus.dedup.index import Deduplicator, Layout
 from raycorpus.ledger import Ledger
-from raycorpus.runtime.actors import LshShardActor
+from raycorpus.runtime.actors import LshShardActor, on_this_node
 
 log = logging.getLogger("raycorpus")
 
@@ -56,7 +56,8 @@ class DedupStage:
         self.restarts = 0
 
     def _start(self, index: int):
-        return LshShardActor.options(num_cpus=0, max_restarts=0).remote(self.layout, index, self.cfg)
+        return LshShardActor.options(num_cpus=0, max_restarts=0, scheduling_strategy=on_this_node()).remote(
+            self.layout, index, self.cfg)
 
     def _indexed_ordinals(self) -> list[int]:
         return [e["ordinal"] for e in self.ledger.iter_entries()

@@ -16,7 +16,7 @@ import random
 import signal
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,7 +29,7 @@ from raycorpus.config import Config
 from raycorpus.ledger import Ledger, LedgerError
 from raycorpus.lock import OutputLock
 from raycorpus.manifest import count_manifest, iter_manifest_entries
-from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, peak_rss_mb
+from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, on_this_node, peak_rss_mb
 from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.metrics import Metrics
 from raycorpus.runtime.progress import Progress
@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover
 
 ACTOR_LOST = (RayActorError, ActorUnavailableError)
 LEASE_REFRESH_SECONDS = 15.0  # lock.json heartbeat (the lease is 120 s)
+RESULT_PULL_SECONDS = 300.0  # longest wait for a finished WARC's results to reach the driver's node
 MAX_RECOVERIES_AT_ONE_WARC = 3  # packer / tokenizer losses before the same WARC; then the run fails
 
 log = logging.getLogger("raycorpus")
@@ -248,13 +249,15 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     t_init = time.monotonic()
 
     def start_packer(replacement: bool = False):
-        return PackerActor.options(num_cpus=0, max_restarts=0, **_fault_options()).remote(
+        return PackerActor.options(num_cpus=0, max_restarts=0, scheduling_strategy=on_this_node(),
+                                   **_fault_options()).remote(
             cfg, token_meta, lock.run_id, replacement)
 
     packer = start_packer()
     start = ray.get(packer.progress.remote())["next_ordinal"]
     tokenizers = [
-        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3, **_fault_options()).remote(cfg)
+        TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3,
+                               scheduling_strategy=on_this_node(), **_fault_options()).remote(cfg)
         for _ in range(cfg.ray.tokenizers)
     ]
     dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
@@ -281,6 +284,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     highest_dispatched = start - 1
     exhausted = False
     processed = retried = bytes_read = 0
+    processed_by_node: Counter[str] = Counter()  # node id -> WARCs its workers processed
     rr = itertools.cycle(tokenizers)
     progress = Progress(total=total, start=start, mode=progress_mode or cfg.run.progress)
     t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
@@ -456,8 +460,12 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
                     pool.ready[actor] -= 1
                 try:
                     summary = ray.get(ref)
+                    # copy the results to this node, beside the commit path's actors: a worker node
+                    # lost while the WARC waits in the reorder buffer no longer takes them with it
+                    ray.wait(list(data_refs), num_returns=len(data_refs), timeout=RESULT_PULL_SECONDS)
                     finished[task.ordinal] = (task, summary, data_refs)
                     processed += 1
+                    processed_by_node[summary.get("node", "")] += 1
                     bytes_read += summary["bytes_read"]
                 except (RayTaskError, *ACTOR_LOST) as e:
                     task.error = (f"timed out after {cfg.warc.timeout_seconds:g} s (warc.timeout_seconds)"
@@ -523,6 +531,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
         "wall_seconds": round(time.monotonic() - t_start, 3),
         "startup_seconds": round(t_start - t_init, 3),
         "workers": max_workers,
+        "warcs_by_node": dict(processed_by_node),
         "actor_recoveries": recoveries,
         **({"dedup": dedup_stats} if dedup is not None else {}),
         "peak_rss_mb": memory,

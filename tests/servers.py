@@ -374,7 +374,49 @@ class _FileServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class LocalHTTPServer:
+class _BackgroundServer:
+    """A threaded server on a free 127.0.0.1 port, served from a daemon thread while the ``with`` lasts."""
+
+    _server: Any = None
+    _thread: threading.Thread | None = None
+
+    def _bind(self, address: tuple[str, int]) -> Any:
+        raise NotImplementedError
+
+    def _started_at(self, url: str) -> None:
+        """Called with the server's base URL once it is bound."""
+
+    def __enter__(self) -> Self:
+        for _ in range(20):
+            try:
+                server = self._bind(("127.0.0.1", free_port()))
+                break
+            except OSError:  # lost a race for the port
+                continue
+        else:
+            raise RuntimeError(f"could not bind a {type(self).__name__} port")
+        self._server = server
+        self._started_at(f"http://127.0.0.1:{server.server_address[1]}")
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=type(self).__name__, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None and self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+        self._thread = None  # counters stay readable after the stop
+
+    def _started(self) -> Any:
+        if self._server is None:
+            raise RuntimeError(f"{type(self).__name__} was never started")
+        return self._server
+
+
+class LocalHTTPServer(_BackgroundServer):
     """Serve ``directory`` on http://127.0.0.1:PORT/ with Range support and optional fault injection.
 
     ``fail_first_n``: the first N requests (GET or HEAD) of each path get a 503.
@@ -393,39 +435,12 @@ class LocalHTTPServer:
         self.fail_first_n = fail_first_n
         self.reset_after_bytes = reset_after_bytes
         self.url = ""
-        self._server: _FileServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Self:
-        for _ in range(20):
-            try:
-                server = _FileServer(
-                    ("127.0.0.1", free_port()), self.directory, self.fail_first_n, self.reset_after_bytes
-                )
-                break
-            except OSError:  # lost a race for the port
-                continue
-        else:
-            raise RuntimeError("could not bind a local HTTP server port")
-        self._server = server
-        self.url = f"http://127.0.0.1:{server.server_address[1]}/"
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="LocalHTTPServer", daemon=True
-        )
-        self._thread.start()
-        return self
+    def _bind(self, address: tuple[str, int]) -> _FileServer:
+        return _FileServer(address, self.directory, self.fail_first_n, self.reset_after_bytes)
 
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None and self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
-        self._thread = None  # counters stay readable after the stop
-
-    def _started(self) -> _FileServer:
-        if self._server is None:
-            raise RuntimeError("LocalHTTPServer was never started")
-        return self._server
+    def _started_at(self, url: str) -> None:
+        self.url = url + "/"
 
     @property
     def requests(self) -> Counter[str]:
@@ -660,7 +675,7 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class FaultyS3Proxy:
+class FaultyS3Proxy(_BackgroundServer):
     """A reverse proxy on http://127.0.0.1:PORT in front of an S3 endpoint that injects faults.
 
     Every request is forwarded byte for byte (Host and the SigV4-signed headers untouched), except
@@ -684,38 +699,12 @@ class FaultyS3Proxy:
         self.ops = ops
         self.latency = latency
         self.endpoint_url = ""
-        self._server: _ProxyServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Self:
-        for _ in range(20):
-            try:
-                server = _ProxyServer(("127.0.0.1", free_port()), self.upstream, self.rates, self.seed, self.ops,
-                                      self.latency)
-                break
-            except OSError:  # lost a race for the port
-                continue
-        else:
-            raise RuntimeError("could not bind a proxy port")
-        self._server = server
-        self.endpoint_url = f"http://127.0.0.1:{server.server_address[1]}"
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="FaultyS3Proxy", daemon=True
-        )
-        self._thread.start()
-        return self
+    def _bind(self, address: tuple[str, int]) -> _ProxyServer:
+        return _ProxyServer(address, self.upstream, self.rates, self.seed, self.ops, self.latency)
 
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None and self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
-        self._thread = None  # counters stay readable after the stop
-
-    def _started(self) -> _ProxyServer:
-        if self._server is None:
-            raise RuntimeError("FaultyS3Proxy was never started")
-        return self._server
+    def _started_at(self, url: str) -> None:
+        self.endpoint_url = url
 
     @property
     def faults(self) -> Counter[tuple[str, str]]:

@@ -97,12 +97,13 @@ class RayNode:
                     return p.pid
         raise LookupError(f"no {name} process on node {self.ip}")
 
-    def metric(self, name: str) -> float:
-        """Sum of every sample of ``name`` on this node's metrics endpoint (0 if none yet)."""
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of the samples of ``name`` (with these label values) on this node's metrics endpoint (0 if none)."""
         with urllib.request.urlopen(f"http://{self.ip}:{self.metrics_port}/metrics", timeout=10) as r:
             lines = r.read().decode().splitlines()
+        wanted = [f'{k}="{v}"' for k, v in labels.items()]
         return sum(float(line.rsplit(" ", 1)[1]) for line in lines
-                   if line.startswith((name + "{", name + " ")))
+                   if line.startswith((name + "{", name + " ")) and all(w in line for w in wanted))
 
     def kill(self) -> None:
         """SIGKILL the node's raylet by its PID: the node is lost as a preempted machine is."""

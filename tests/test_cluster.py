@@ -7,9 +7,12 @@ byte-identical whatever happened to the cluster, and ``raycorpus verify`` must p
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -189,6 +192,78 @@ def test_pool_follows_nodes_joining_and_leaving(crawl, reference, tmp_path):
     rate_two = (n_removed - n_grown) / max(1e-9, t_removed - t_grown)
     print(f"committed WARCs/s: {rate_one:.2f} on one node, {rate_two:.2f} with the added node; "
           f"by node {run['warcs_by_node']}")
+
+
+class HeldFileServer:
+    """Serves a folder over HTTP on 127.0.0.1, holding every GET of ``held`` until ``release()``."""
+
+    def __init__(self, directory: Path, held: str):
+        self.gate = threading.Event()
+        gate = self.gate
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.lstrip("/") == held:
+                    gate.wait()
+                super().do_GET()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", free_port()), functools.partial(Handler, directory=str(directory)))
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def release(self) -> None:
+        self.gate.set()
+
+    def stop(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def test_results_waiting_for_commit_survive_the_loss_of_their_node(crawl, reference, tmp_path):
+    """WARC 0 is held (its HTTP response waits), so WARCs that a second node processes meanwhile
+    wait in the reorder buffer; that node is then SIGKILLed. Their results were copied to the
+    driver's node when they finished, so the run commits them without processing them again."""
+    c, _ = crawl
+    first = c.manifest_path.read_text().split()[0]
+    www = HeldFileServer(c.manifest_path.parent, held=first)
+    out = tmp_path / "out"
+    cfg = write_config(tmp_path / "c.yaml", crawl, out, input={"base": www.url},
+                       ray={"resize_interval_seconds": 1}, storage={"timeout_seconds": 600})
+    try:
+        with LocalCluster(head_cpus=1, env=ray_env(**FAST_METRICS)) as cluster:
+            proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg)],
+                                    env=cluster.driver_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            try:
+                wait_for("the pool's first worker", lambda: cluster.head.metric("ray_raycorpus_workers") >= 1,
+                         timeout=300)
+                node = cluster.add_node(num_cpus=1)
+                wait_for("2 WARCs from the added node in the reorder buffer",
+                         lambda: cluster.head.metric("ray_raycorpus_warcs", state="buffered") >= 2, timeout=300)
+                node.kill()
+                assert committed(out) == 0  # WARC 0 is still held: nothing was committed yet
+                www.release()
+                _, stderr = proc.communicate(timeout=600)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            assert proc.returncode == 0, stderr[-3000:]
+    finally:
+        www.stop()
+    summary = assert_same_corpus(out, reference)
+    run = summary["this_run"]
+    print(f"WARCs by node {run['warcs_by_node']}, retried {run['retried']}")
+    assert len(run["warcs_by_node"]) == 2 and min(run["warcs_by_node"].values()) >= 2
+    assert run["processed"] == N_WARCS  # the lost node's buffered results were committed, not processed again
 
 
 def alive_worker_nodes(cluster: LocalCluster) -> int:

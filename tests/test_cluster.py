@@ -270,16 +270,19 @@ def alive_worker_nodes(cluster: LocalCluster) -> int:
     return cluster.alive_nodes() - 1
 
 
-def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, reference, tmp_path):
+@pytest.mark.parametrize("workers", [None, 2], ids=["pool-from-cpus", "workers-2"])
+def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, reference, tmp_path, workers):
     """A head with no CPU and Ray's fake multi-node autoscaler: raycorpus's pending extraction
-    worker makes it start a node, the run completes there, and the idle node is removed after."""
+    workers make it start nodes (one for a pool sized from the cluster's CPUs, which asks for one
+    worker while there is none; two for ``ray.workers: 2``), the run completes on them, and the
+    idle nodes are removed after."""
     config = yaml.safe_load(FAKE_AUTOSCALER_CONFIG.read_text())
     gcs_port = free_port()
     config["provider"]["gcs_address"] = f"127.0.0.2:{gcs_port}"
     autoscaling = tmp_path / "autoscaler.yaml"
     autoscaling.write_text(yaml.safe_dump(config))
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out)
+    cfg = write_config(tmp_path / "c.yaml", crawl, out, **({"ray": {"workers": workers}} if workers else {}))
     env = ray_env(RAY_FAKE_CLUSTER="1", AUTOSCALER_UPDATE_INTERVAL_S="1")
     with LocalCluster(head_cpus=0, env=env, gcs_port=gcs_port,
                       head_args=(f"--autoscaling-config={autoscaling}",)) as cluster:
@@ -289,7 +292,8 @@ def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, re
         assert r.returncode == 0, r.stderr[-3000:]
         summary = json.loads((out / "summary.json").read_text())
         worker_nodes = set(summary["this_run"]["warcs_by_node"])
-        assert worker_nodes and all(n.startswith("fffff") and not n.endswith("00000") for n in worker_nodes), (
+        assert len(worker_nodes) == (workers or 1), summary["this_run"]
+        assert all(n.startswith("fffff") and not n.endswith("00000") for n in worker_nodes), (
             worker_nodes)  # the fake provider's worker node ids, never the head's
         wait_for("the autoscaler to remove the idle worker nodes", lambda: alive_worker_nodes(cluster) == 0,
                  timeout=180, interval=2)

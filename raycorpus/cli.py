@@ -359,11 +359,19 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(func=cmd_summary)
 
     args = p.parse_args(argv)
+    from raycorpus.storage import NotFound, StorageError
+
     try:
         return args.func(args)
     except ConfigError as e:  # a bad config exits 2 naming the field, before anything starts
         _err(str(e))
         return EXIT_USAGE
+    except NotFound as e:  # a path given on the command line (plan --manifest, verify OUTPUT, ...)
+        _err(f"not found: {_remote_cause(e)}")
+        return EXIT_USAGE
+    except StorageError as e:
+        _err(str(_remote_cause(e)))
+        return EXIT_STORAGE
 
 
 if __name__ == "__main__":

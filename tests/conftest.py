@@ -51,3 +51,23 @@ def ray_address(tmp_path_factory, s3_server):
     yield address
     os.environ.pop("RAY_ADDRESS", None)
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def crawl(tmp_path_factory):
+    """The sample crawl most end-to-end tests build (8 WARCs of 40 pages) and a BPE trained on it."""
+    from tests.corpus import make_crawl, make_tokenizer
+
+    root = tmp_path_factory.mktemp("crawl")
+    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
+    return c, make_tokenizer(c, root / "tokenizer.json")
+
+
+@pytest.fixture(scope="session")
+def reference(crawl, tmp_path_factory, ray_address):
+    """One undisturbed single-worker build of ``crawl``: the bytes every fault and scaling test must reproduce."""
+    from tests.corpus import make_config, run
+
+    c, tok = crawl
+    out = tmp_path_factory.mktemp("ref") / "out"
+    return out, run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))

@@ -19,24 +19,7 @@ from raycorpus.ledger import Ledger
 from raycorpus.storage import Storage
 from raycorpus.verify import format_checks, verify_output
 
-from .corpus import actor_pids, make_config, make_crawl, make_tokenizer, run, shard_digests
-
-
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
-    root = tmp_path_factory.mktemp("crawl")
-    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
-    tok = make_tokenizer(c, root / "tokenizer.json")
-    return c, tok
-
-
-@pytest.fixture(scope="module")
-def reference(crawl, tmp_path_factory, ray_address):
-    """One undisturbed single-worker build that the other tests compare against."""
-    c, tok = crawl
-    out = tmp_path_factory.mktemp("ref") / "out"
-    summary = run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))
-    return out, summary
+from .corpus import actor_pids, make_config, run, shard_digests
 
 
 def test_reference_build_is_complete_and_plausible(reference, crawl):

@@ -25,7 +25,7 @@ from raycorpus.ledger import Ledger
 from raycorpus.storage import Storage
 from raycorpus.verify import format_checks, verify_output
 
-from .corpus import make_config, make_crawl, make_tokenizer, run, shard_digests
+from .corpus import shard_digests
 
 PAGE = 4096
 
@@ -62,19 +62,6 @@ def disk_usage(folder: Path) -> int:
     return sum(-(-p.stat().st_size // PAGE) * PAGE for p in folder.rglob("*") if p.is_file())
 
 
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
-    root = tmp_path_factory.mktemp("crawl")
-    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
-    return c, make_tokenizer(c, root / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
-def reference(crawl, tmp_path_factory, ray_address):
-    """One undisturbed build of the same input on the ordinary disk."""
-    c, tok = crawl
-    out = tmp_path_factory.mktemp("ref") / "out"
-    return out, run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))
 
 
 def write_config(path: Path, manifest: Path, out: Path, tok: str) -> list[str]:

@@ -25,7 +25,6 @@ from raycorpus.storage import Storage
 from tests.servers import LocalHTTPServer
 
 from .corpus import actor_pids, shard_digests
-from .test_build import crawl, reference  # noqa: F401  (module fixtures: the sample crawl, the undisturbed build)
 
 N_WARCS = 8  # the crawl fixture's
 
@@ -76,7 +75,7 @@ KILL_POINTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, crawl, tmp_path):  # noqa: F811
+def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, crawl, tmp_path):
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
@@ -137,7 +136,7 @@ def _start_and_kill_actor(cmd: list[str], actor_class: str, kill_when) -> subpro
 
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_interval", [0, 3600])
-def test_killed_packer_is_replaced_in_run_and_the_output_is_unchanged(checkpoint_interval, reference, crawl,  # noqa: F811
+def test_killed_packer_is_replaced_in_run_and_the_output_is_unchanged(checkpoint_interval, reference, crawl,
                                                                       tmp_path):
     """The replacement reopens at the last checkpoint (with 3600 s: none, so from scratch) and the driver
     sends it again every WARC it held since, with the dedup decisions already taken."""
@@ -155,7 +154,7 @@ def test_killed_packer_is_replaced_in_run_and_the_output_is_unchanged(checkpoint
 
 
 @pytest.mark.slow
-def test_killed_tokenizer_is_restarted_and_the_output_is_unchanged(reference, crawl, tmp_path):  # noqa: F811
+def test_killed_tokenizer_is_restarted_and_the_output_is_unchanged(reference, crawl, tmp_path):
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
@@ -171,7 +170,7 @@ def test_killed_tokenizer_is_restarted_and_the_output_is_unchanged(reference, cr
 
 
 @pytest.mark.slow
-def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(reference, crawl, tmp_path):  # noqa: F811
+def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(reference, crawl, tmp_path):
     """The tokenizer actor dies in every encode of WARC #3: Ray restarts it and retries the call, then the
     driver encodes the WARC again a bounded number of times, then the run exits non-zero saying so; the
     ledger holds WARCs #0-#2 and the same command without the fault finishes the job identically."""
@@ -193,7 +192,7 @@ def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(r
 
 
 @pytest.mark.slow
-def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp_path):  # noqa: F811
+def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp_path):
     """SIGTERM (what `ray job stop` and Kubernetes send) checkpoints the committed prefix and exits 130,
     not Ray's own handler's exit 15; the same command then finishes the job identically."""
     c, tok = crawl

@@ -19,7 +19,7 @@ from raycorpus.ledger import Ledger
 from raycorpus.storage import Storage, StorageConfig, StorageError, backoff_delay
 from raycorpus.verify import format_checks, verify_output
 
-from .corpus import make_config, make_crawl, make_tokenizer, run, shard_digests
+from .corpus import make_config, run, shard_digests
 from .servers import FaultyS3Proxy, SeaweedS3
 
 MiB = 2**20
@@ -141,19 +141,6 @@ def test_max_concurrency_bounds_requests_in_flight(
     assert proxy.max_in_flight == max_concurrency
 
 
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
-    root = tmp_path_factory.mktemp("crawl")
-    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
-    return c, make_tokenizer(c, root / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
-def reference(crawl, tmp_path_factory, ray_address):
-    """One undisturbed local build of the same input to compare against."""
-    c, tok = crawl
-    out = tmp_path_factory.mktemp("ref") / "out"
-    return out, run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))
 
 
 def test_build_with_input_and_output_behind_a_faulty_s3_gives_the_same_bytes(reference, crawl, s3_server):

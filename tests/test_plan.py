@@ -48,6 +48,10 @@ def test_plan_warns_about_the_bucket_and_the_cli_refuses_bad_input(tmp_path):
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(tmp_path / "bad.json"), "--warcs", "1"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not a `raycorpus bench --save` JSON" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(bench), "--manifest",
+                        str(tmp_path / "missing.paths.gz")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not found" in r.stderr and "missing.paths.gz" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_the_driver_streams_a_100k_line_manifest():

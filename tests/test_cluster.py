@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -98,7 +99,13 @@ class Job:
         cmd = [RAY, "job", "submit", "--address", cluster.dashboard_url, "--submission-id", self.id,
                "--working-dir", ".", *(() if wait else ("--no-wait",)), "--", "raycorpus", "run", str(config)]
         self.submitted = subprocess.run(cmd, cwd=REPO, env=cluster.env, capture_output=True, text=True, timeout=600)
-        self.client = JobSubmissionClient(cluster.dashboard_url)
+        # the client prefers RAY_ADDRESS to its argument, and the test session's own cluster sets it
+        saved = os.environ.pop("RAY_ADDRESS", None)
+        try:
+            self.client = JobSubmissionClient(cluster.dashboard_url)
+        finally:
+            if saved is not None:
+                os.environ["RAY_ADDRESS"] = saved
 
     def status(self) -> str:
         return self.client.get_job_status(self.id).value

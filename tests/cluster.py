@@ -168,10 +168,13 @@ class LocalCluster:
         return {**self.env, "RAY_ADDRESS": self.address, **extra}
 
     def alive_nodes(self) -> int:
-        code = "import ray; ray.init(log_to_driver=False); print(sum(n['Alive'] for n in ray.nodes()))"
+        code = "import ray; ray.init(log_to_driver=False); print('ALIVE', sum(n['Alive'] for n in ray.nodes()))"
         out = subprocess.run([sys.executable, "-c", code], env=self.driver_env(), capture_output=True, text=True,
                              timeout=120)
-        return int(out.stdout.strip().splitlines()[-1])
+        # Ray may print its own warnings (e.g. lagging raylet heartbeats) on stdout too
+        counts = [line.split()[1] for line in out.stdout.splitlines() if line.startswith("ALIVE ")]
+        assert counts, f"could not count the nodes: {out.stdout[-2000:]} {out.stderr[-2000:]}"
+        return int(counts[-1])
 
     def stop(self) -> None:
         for node in [*self.workers, self.head]:

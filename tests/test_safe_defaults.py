@@ -29,7 +29,7 @@ try:
         for c in proc.net_connections(kind="inet"):
             if c.status == psutil.CONN_LISTEN:
                 found[c.laddr.port] = f"{c.laddr.ip} {proc.name()}"
-    print(json.dumps(found))
+    print("LISTENING", json.dumps(found))
 finally:
     ray.shutdown()
 """
@@ -44,7 +44,8 @@ def test_a_locally_started_ray_listens_on_loopback_only(tmp_path):
     r = subprocess.run([sys.executable, "-c", LISTENERS, json.dumps(raw), str(port)], capture_output=True,
                        text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
-    found = {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    line = next(x for x in reversed(r.stdout.splitlines()) if x.startswith("LISTENING "))  # Ray may print too
+    found = {int(k): v for k, v in json.loads(line.removeprefix("LISTENING ")).items()}
     assert port in found, f"the metrics endpoint on {port} was not listening: {found}"
     exposed = {p: ip for p, ip in found.items() if not ip.removeprefix("::ffff:").startswith("127.")}
     assert not exposed, f"listening beyond loopback: {exposed}"

@@ -372,9 +372,10 @@ class Storage:
                         f"{op} {_redact(url)}: gave up after {failures} attempts: {_describe(exc)}"
                     ) from exc
                 self._bump("retries")
-                if is_throttle(exc):
+                throttled = is_throttle(exc)
+                if throttled:
                     self._bump("throttled")
-                time.sleep(backoff_delay(self.cfg, failures, is_throttle(exc)))
+                time.sleep(backoff_delay(self.cfg, failures, throttled))
 
     def _in_slot(self, fn: Callable[[], T]) -> T:
         """Run one request while holding one of the ``max_concurrency`` slots."""

@@ -296,10 +296,10 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
 
     def report_metrics() -> None:
         done = last["next_ordinal"]
-        for state, n in (("total", total), ("committed", last["committed"]), ("failed", last["failed"]),
-                         ("in_flight", len(inflight)), ("buffered", len(finished)),
-                         ("pending", total - done - len(inflight) - len(finished))):
-            metrics.set("raycorpus_warcs", max(0, n), state=state)
+        for kind, n in (("total", total), ("committed", last["committed"]), ("failed", last["failed"]),
+                        ("in_flight", len(inflight)), ("buffered", len(finished)),
+                        ("pending", total - done - len(inflight) - len(finished))):
+            metrics.set("raycorpus_warcs", max(0, n), state=kind)
         eta = progress.eta_seconds(done)
         metrics.set("raycorpus_eta_seconds", 0.0 if done >= total else (eta if eta is not None else -1.0))
         metrics.set("raycorpus_workers", len(pool.ready))

@@ -14,10 +14,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from raycorpus.dedup.settings import DedupConfig
-from raycorpus.extract import ExtractConfig
-from raycorpus.filters.settings import FiltersConfig
-from raycorpus.storage import StorageConfig, is_remote, join_url
+from raycorpus.ingest.storage import StorageConfig, is_remote, join_url
+from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.extract import ExtractConfig
+from raycorpus.process.filters.settings import FiltersConfig
 
 
 class ConfigError(ValueError):

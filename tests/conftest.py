@@ -1,21 +1,11 @@
 import os
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-SHARED_WARC = SHARED / "data" / "warc"
+from tests.support.paths import REPO, SHARED, SHARED_WARC, need_shared  # noqa: F401  (re-exported)
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ["RAY_AUTH_MODE"] = "disabled"
-
-
-def need_shared(path: Path) -> Path:
-    """Skip (with the reason) when the read-only ../shared data set is not beside the checkout."""
-    if not path.exists():
-        pytest.skip(f"{path} not present: the ../shared data set is only on the developers' machines and CI")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +15,7 @@ def s3_server():
     Session-scoped and started before Ray, so Ray's worker processes inherit the credentials
     through boto3's standard chain, exactly as on a real cluster node.
     """
-    from tests.servers import SeaweedS3
+    from tests.support.servers import SeaweedS3
 
     with SeaweedS3() as server, pytest.MonkeyPatch.context() as mp:
         for key, value in server.env().items():
@@ -56,7 +46,7 @@ def ray_address(tmp_path_factory, s3_server):
 @pytest.fixture(scope="session")
 def crawl(tmp_path_factory):
     """The sample crawl most end-to-end tests build (8 WARCs of 40 pages) and a BPE trained on it."""
-    from tests.corpus import make_crawl, make_tokenizer
+    from tests.support.corpus import make_crawl, make_tokenizer
 
     root = tmp_path_factory.mktemp("crawl")
     c = make_crawl(root / "warcs", n_warcs=8, pages=40)
@@ -66,7 +56,7 @@ def crawl(tmp_path_factory):
 @pytest.fixture(scope="session")
 def reference(crawl, tmp_path_factory, ray_address):
     """One undisturbed single-worker build of ``crawl``: the bytes every fault and scaling test must reproduce."""
-    from tests.corpus import make_config, run
+    from tests.support.corpus import make_config, run
 
     c, tok = crawl
     out = tmp_path_factory.mktemp("ref") / "out"

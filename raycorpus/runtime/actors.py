@@ -9,16 +9,16 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycorpus.commit import CorpusWriter, fault_point
 from raycorpus.config import Config
-from raycorpus.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
-from raycorpus.dedup.output import apply_decision
-from raycorpus.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
-from raycorpus.document import Document
-from raycorpus.lock import OutputLock
-from raycorpus.pipeline import WarcProcessor
+from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.output.commit import CorpusWriter, fault_point
+from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
+from raycorpus.output.lock import OutputLock
+from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
+from raycorpus.process.dedup.output import apply_decision
+from raycorpus.process.document import Document
+from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.runtime.metrics import Metrics
-from raycorpus.storage import Storage, join_url
 
 
 def peak_rss_mb() -> float:
@@ -74,7 +74,7 @@ class TokenizerActor(_Measured):
     def __init__(self, cfg: Config):
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per actor; Ray schedules the rest
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from raycorpus.tokenize import TokenEncoder
+        from raycorpus.process.tokenize import TokenEncoder
 
         self.encoder = TokenEncoder(cfg.tokenizer)
         self.storage = Storage(cfg.storage)

@@ -7,15 +7,15 @@ import logging
 import ray
 
 from raycorpus.config import Config
-from raycorpus.dedup.index import Deduplicator, Layout
-from raycorpus.ledger import Ledger
+from raycorpus.output.ledger import Ledger
+from raycorpus.process.dedup.index import Deduplicator, Layout
 from raycorpus.runtime.actors import LshShardActor, on_this_node
 
 log = logging.getLogger("raycorpus")
 
 
 class RayShards:
-    """:class:`raycorpus.dedup.index.ShardSet` over actors. Calls from this one caller run in
+    """:class:`raycorpus.process.dedup.index.ShardSet` over actors. Calls from this one caller run in
     submission order on each actor, so WARC k's inserts land before WARC k+1's queries."""
 
     def __init__(self, actors: list):

@@ -24,17 +24,17 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from raycorpus import __version__
-from raycorpus.commit import fault_env
 from raycorpus.config import Config
-from raycorpus.ledger import Ledger, LedgerError
-from raycorpus.lock import OutputLock
-from raycorpus.manifest import count_manifest, iter_manifest_entries
+from raycorpus.ingest.manifest import count_manifest, iter_manifest_entries
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.commit import fault_env
+from raycorpus.output.ledger import Ledger, LedgerError
+from raycorpus.output.lock import OutputLock
+from raycorpus.output.summary import build_summary
 from raycorpus.runtime.actors import PackerActor, TokenizerActor, WarcWorker, on_this_node, peak_rss_mb
 from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.metrics import Metrics
 from raycorpus.runtime.progress import Progress
-from raycorpus.storage import Storage
-from raycorpus.summary import build_summary
 
 try:  # Ray >= 2.10
     from ray.exceptions import ActorUnavailableError
@@ -265,7 +265,7 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
         dedup.rebuild()
     decontam_ref = None
     if cfg.filters.decontam.enabled:
-        from raycorpus.filters.decontam import build_index
+        from raycorpus.process.filters.decontam import build_index
 
         decontam_ref = ray.put(build_index(cfg.filters.decontam, storage))
     pool = WorkerPool(cfg, decontam_ref)

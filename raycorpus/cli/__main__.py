@@ -1,0 +1,5 @@
+import sys
+
+from raycorpus.cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""In-process benchmark of the document chain: per-stage cost on one core and the bare bound.
+
+Runs the same ``WarcProcessor`` the workers run over the given WARCs (several repeats after a
+warm-up, medians reported), then tokenizes and packs the kept documents, and reports each
+stage's cost per input document and the documents/s/core the pipeline could reach with zero
+orchestration overhead (the *bare bound*).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections import Counter
+
+from raycorpus.config import Config
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.shards import ShardPacker
+from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards
+from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.tokenize import TokenEncoder
+
+
+def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
+    proc = WarcProcessor(cfg)
+    encoder = TokenEncoder(cfg.tokenizer)
+    layout = Layout.from_config(cfg.dedup, 1)
+    runs: list[dict[str, float]] = []
+    counts: Counter = Counter()
+    for r in range(repeats + 1):  # the first pass is a warm-up
+        stage_ns: Counter = Counter()
+        counts = Counter()
+        docs = []
+        dedup = Deduplicator(layout, cfg.dedup.threshold, LocalShards(layout)) if cfg.dedup.enabled else None
+        t0 = time.perf_counter()
+        for i, url in enumerate(warcs):
+            res = proc.process(i, url)
+            counts.update(res.counts)
+            counts["bytes_read"] += res.bytes_read
+            kept = res.docs
+            if dedup is not None:  # the committer's share: LSH query, verification, insert
+                t = time.perf_counter_ns()
+                decision, _ = dedup.decide(i, res.content_hashes, res.signatures)
+                stage_ns["dedup"] += time.perf_counter_ns() - t
+                kept = [d for d, k in zip(res.docs, decision.keep, strict=True) if k]
+                counts.update({f"drop:dedup:{k}": v for k, v in decision.counts().items() if v})
+                counts["kept"] -= len(res.docs) - len(kept)
+            docs.extend(kept)
+        wall = time.perf_counter() - t0
+        stage_ns.update({k.removeprefix("ns:"): v for k, v in counts.items() if k.startswith("ns:")})
+        t = time.perf_counter_ns()
+        tokens, lengths = encoder.encode([d.text for d in docs])
+        stage_ns["tokenize"] = time.perf_counter_ns() - t
+        with tempfile.TemporaryDirectory() as out:
+            packer = ShardPacker(Storage(), out, cfg.output.shard_size_tokens, encoder.meta())
+            t = time.perf_counter_ns()
+            packer.add(0, "bench", tokens, lengths)
+            packer.finish()
+            stage_ns["pack"] = time.perf_counter_ns() - t
+        stage_ns["chain_wall"] = int(wall * 1e9)
+        if r:
+            runs.append({k: float(v) for k, v in stage_ns.items()})
+    docs_in = max(1, counts["html"])
+    median_ns = {k: statistics.median(run.get(k, 0.0) for run in runs) for k in runs[0]}
+    per_doc_ms = {k: v / docs_in / 1e6 for k, v in median_ns.items() if k != "chain_wall"}
+    total_ms = sum(per_doc_ms.values())
+    return {
+        "warcs": len(warcs),
+        "repeats": repeats,
+        "records": counts["records"],
+        "docs_in": counts["html"],
+        "docs_kept": counts["kept"],
+        "tokens": len(tokens),
+        "bytes_read": counts["bytes_read"],
+        "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},
+        "ms_per_doc_total": round(total_ms, 4),
+        "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,
+        "chain_wall_seconds": round(median_ns["chain_wall"] / 1e9, 3),
+        "drops": {k.removeprefix("drop:"): v for k, v in sorted(counts.items()) if k.startswith("drop:")},
+    }
+
+
+def bench_formats(n_tokens: int = 20_000_000, repeats: int = 3, ctx_len: int = 2048) -> dict:
+    """Tokens/s of each trainer-format writer on one core (a closed shard of ``n_tokens`` to local disk)."""
+    import numpy as np
+
+    from raycorpus.output.formats import TOKEN_FORMATS, write_formats
+    from raycorpus.output.shards import canonical_json
+
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 50_000, n_tokens, dtype=np.uint16)
+    ends = np.cumsum(rng.integers(100, 3000, n_tokens // 100, dtype=np.uint64))
+    ends = np.append(ends[ends < n_tokens], np.uint64(n_tokens))
+    meta = {"tokenizer": "bench", "tokenizer_sha256": "0" * 64, "dtype": "<u2", "eos_id": 0}
+    out = {}
+    for fmt in TOKEN_FORMATS:
+        times = []
+        for _ in range(repeats + 1):
+            with tempfile.TemporaryDirectory() as d:
+                t = time.perf_counter()
+                write_formats(Storage(), d, "shard-000000", (fmt,), tokens, ends, {"sources": []}, meta, ctx_len,
+                              canonical_json)
+                times.append(time.perf_counter() - t)
+        out[fmt] = round(n_tokens / statistics.median(times[1:]) / 1e6, 1)
+    return {"tokens": n_tokens, "million_tokens_per_second": out}
+
+
+def format_bench(b: dict, formats: dict | None = None) -> str:
+    lines = [
+        f"input: {b['warcs']} WARCs, {b['records']:,} records, {b['docs_in']:,} HTML docs in, "
+        f"{b['docs_kept']:,} kept, {b['tokens']:,} tokens (median of {b['repeats']} runs after a warm-up)",
+        f"{'stage':<22}{'ms/doc':>10}{'share':>8}",
+    ]
+    total = b["ms_per_doc_total"] or 1
+    for k, v in b["ms_per_doc"].items():
+        lines.append(f"{k:<22}{v:>10.3f}{v / total:>8.1%}")
+    lines.append(f"{'total':<22}{b['ms_per_doc_total']:>10.3f}")
+    lines.append(f"bare bound: {b['bare_bound_docs_per_second_per_core']:,} documents/s/core")
+    if formats:
+        f = formats
+        lines.append(f"format writers ({f['tokens']:,}-token shard, one core, local disk): " + ", ".join(
+            f"{k} {v:,.0f} M tokens/s" for k, v in f["million_tokens_per_second"].items()))
+    return "\n".join(lines)

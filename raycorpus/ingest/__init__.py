@@ -1,0 +1,1 @@
+"""Input: where bytes come from (storage: local, s3, https), the manifest, WARC records."""

@@ -1,0 +1,155 @@
+"""The single writer: commits WARCs in manifest order into shards, then checkpoints the ledger.
+
+Ray-free; the runtime's packer actor is a thin wrapper. The order of writes is what makes
+resume exact: closed shards and open-shard segments are durable before the checkpoint
+that names them, and a checkpoint is the only thing that marks a WARC committed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+
+import numpy as np
+
+from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
+from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker
+
+# Test-only fault injection, read once; nothing below costs anything when it is unset.
+# RAYCORPUS_FAULT=<point>:<arg> takes the whole run down (SIGKILL of the driver, then of the
+# process that reached the point) exactly there, as a machine loss would:
+#   before_write:<file name>  e.g. ckpt-000000003.json: segments and shards durable, ledger not
+#   after_write:<file name>   e.g. shard-000001.tokens: a shard's tokens written, its .idx/.json not
+#   processed:<ordinal>       a worker has read the WARC, nothing of it is returned or committed
+#   encode:<ordinal>          only the tokenizer actor dies, at the start of the WARC's encode (every time)
+FAULT_ENV = "RAYCORPUS_FAULT"
+FAULT_PID_ENV = "RAYCORPUS_FAULT_PID"  # the driver's pid, set by the driver for the actors
+_FAULT = os.environ.get(FAULT_ENV)
+
+
+def fault_env() -> dict[str, str]:
+    """Test-only: the environment the driver gives its actors so that they can reach a fault point."""
+    return {FAULT_ENV: _FAULT, FAULT_PID_ENV: str(os.getpid())} if _FAULT else {}
+
+
+def fault_point(point: str, arg: object, whole_run: bool = True) -> None:
+    """Test-only: if RAYCORPUS_FAULT names ``point:arg``, SIGKILL the driver (``whole_run``) and this process."""
+    if _FAULT and f"{point}:{arg}" == _FAULT:
+        if whole_run:
+            os.kill(int(os.environ[FAULT_PID_ENV]), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _FaultyStorage:
+    """Test-only: the packer's storage with the before_write / after_write fault points."""
+
+    def __init__(self, storage: Storage):
+        self._storage = storage
+
+    def __getattr__(self, name: str):
+        return getattr(self._storage, name)
+
+    def write_atomic(self, url: str, data: bytes) -> None:
+        name = url.rsplit("/", 1)[-1]
+        fault_point("before_write", name)
+        self._storage.write_atomic(url, data)
+        fault_point("after_write", name)
+
+
+class CorpusWriter:
+    def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
+                 checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
+                 ctx_len: int | None = None, fence=None, whole_output: bool = True):
+        """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
+        a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes."""
+        self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
+        if _FAULT:
+            storage = _FaultyStorage(storage)
+        self.ledger = Ledger(storage, out_url)
+        self.state: LedgerState = self.ledger.load()
+        self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
+        own = (SHARDS_DIR, OPEN_DIR, LEDGER_DIR, *self.packer.formats)
+        for url in [out_url] if whole_output else [join_url(out_url, folder) for folder in own]:
+            storage.remove_partial_writes(url)  # half-written temp files of a killed writer
+        self.packer.remove_orphans()
+        self.interval = checkpoint_interval_seconds
+        self._entries: list[dict] = []
+        self._last_ckpt = time.monotonic()
+        self.durable_ordinal = self.state.next_ordinal  # everything below is in a checkpoint
+
+    def _expect(self, ordinal: int) -> None:
+        if ordinal != self.state.next_ordinal:
+            raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
+
+    def commit(self, ordinal: int, warc: str, summary: dict, tokens: np.ndarray, lengths: np.ndarray,
+               attempts: int = 1) -> dict:
+        """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary`` is
+        WarcResult.summary() (which also names the url it was read from)."""
+        self._expect(ordinal)
+        placed = self.packer.add(ordinal, warc, tokens, lengths)
+        counts = Counter(summary["counts"])
+        counts["bytes_read"] += summary["bytes_read"]
+        storage = summary.get("storage", {})  # the worker's storage requests retried for this WARC
+        counts["storage_retries"] += storage.get("retries", 0)
+        counts["storage_throttled"] += storage.get("throttled", 0)
+        counts["tokens"] += placed["tokens"]
+        counts["worker_seconds_ms"] += int(summary["seconds"] * 1000)
+        self.state.totals.update(counts)
+        self.state.committed += 1
+        self._entries.append({
+            "ordinal": ordinal, "warc": warc, "url": summary.get("url", warc), "status": "committed",
+            "attempts": attempts,
+            "docs": placed["docs"], "tokens": placed["tokens"],
+            "first": placed["first"], "end": placed["end"], "counts": dict(sorted(summary["counts"].items())),
+        })
+        return self._advance()
+
+    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> dict:
+        """List a WARC as failed (it contributes nothing) and move on."""
+        self._expect(ordinal)
+        entry = {"ordinal": ordinal, "warc": warc, "status": "failed", "attempts": attempts, "error": error}
+        self.state.failed.append(entry)
+        self.state.totals["warcs_failed"] += 1
+        self._entries.append(entry)
+        return self._advance()
+
+    def _advance(self) -> dict:
+        self.state.next_ordinal += 1
+        if time.monotonic() - self._last_ckpt >= self.interval:
+            self.checkpoint()
+        return self.progress()
+
+    def checkpoint(self, complete: bool = False) -> dict:
+        """Make everything committed so far durable: segments first, then the ledger file."""
+        if not self._entries and not complete:
+            return self.progress()
+        if self.fence is not None:
+            self.fence()
+        self.state.packer = self.packer.finish() if complete else self.packer.persist_open()
+        self.state.complete = complete
+        self.state.seq += 1
+        self.ledger.write_checkpoint(self.state, self._entries)
+        self.packer.drop_obsolete()
+        self._entries = []
+        self._last_ckpt = time.monotonic()
+        self.durable_ordinal = self.state.next_ordinal
+        return self.progress()
+
+    def finish(self) -> dict:
+        return self.checkpoint(complete=True)
+
+    def progress(self) -> dict:
+        p = self.state.packer
+        return {
+            "next_ordinal": self.state.next_ordinal,
+            "durable_ordinal": self.durable_ordinal,
+            "committed": self.state.committed,
+            "failed": len(self.state.failed),
+            "docs": p.docs,
+            "tokens": p.tokens,
+            "shards": p.shards_closed,
+            "checkpoints": self.state.seq,
+        }

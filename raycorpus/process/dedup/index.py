@@ -1,0 +1,372 @@
+"""Online exact and near dedup, decided in manifest order over a sharded index. Ray-free.
+
+Every document that passed the filters has a 64-bit content hash and (for near dedup) a
+MinHash signature, computed by the worker. When its WARC is committed, in manifest order,
+:class:`Deduplicator` asks the shards which earlier documents share the content hash or
+an LSH band, verifies band candidates by the Jaccard estimated from their signatures,
+decides per document in record order, and then inserts the documents it kept. So which
+copy survives depends only on (manifest, config): not on timing, worker count or retries,
+and a retried WARC never meets its own documents (nothing is inserted before its commit).
+
+Layout: keys are routed to shard ``key % N`` (band keys and content hashes are already
+well mixed). Indexed documents are numbered in commit order (``docno``, a uint32 in the
+tables); shard ``docno % N`` keeps the document's id and signature. Document ids (``gid``)
+are ``ordinal << 24 | index`` (index among the WARC's filtered documents), so an id names
+its WARC. Signatures are kept as their low 32 bits (``uint32``; two different
+values agree with probability 2**-32), and band keys are computed from those, so the
+durable record of a committed WARC (:func:`encode_record`, ``dedup/NNNNNNNNN.npz``) is
+gids + hashes + 32-bit signatures, and any shard can be rebuilt from the records of the
+committed WARCs alone (:meth:`LshShard.load`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
+from raycorpus.process.dedup.minhash import band_keys
+from raycorpus.process.dedup.settings import DedupConfig
+
+_MAX_DOCNO = 2**32 - 2  # table values are uint32 (2**32 - 1 is reserved)
+GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 k records)
+DEDUP_DIR = "dedup"
+
+KEEP, EXACT, NEAR = 0, 1, 2
+KINDS = {EXACT: "exact", NEAR: "near"}
+
+
+def make_gids(ordinal: int, n: int) -> np.ndarray:
+    if n >= 1 << GID_BITS:
+        raise ValueError(f"WARC #{ordinal} has {n} documents; at most {(1 << GID_BITS) - 1} are supported")
+    return (np.uint64(ordinal) << np.uint64(GID_BITS)) | np.arange(n, dtype=np.uint64)
+
+
+def split_gid(gid: int) -> tuple[int, int]:
+    """(WARC ordinal, document index) of a gid."""
+    gid = int(gid)
+    return gid >> GID_BITS, gid & ((1 << GID_BITS) - 1)
+
+
+def record_name(ordinal: int) -> str:
+    return f"{ordinal:09d}.npz"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What every shard and the deduplicator agree on."""
+
+    n_shards: int
+    exact: bool
+    near: bool
+    verify: bool
+    bands: int
+    rows: int
+
+    @classmethod
+    def from_config(cls, cfg: DedupConfig, n_shards: int) -> Layout:
+        b, r = cfg.bands_rows
+        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r)
+
+    def keys(self, sigs: np.ndarray) -> np.ndarray:
+        """``(n, bands)`` band keys of 32-bit signatures."""
+        return band_keys(sigs.astype(np.uint64), self.bands, self.rows)
+
+    def route(self, keys: np.ndarray) -> np.ndarray:
+        return (keys % np.uint64(self.n_shards)).astype(np.intp)
+
+    def owner(self, docnos: np.ndarray) -> np.ndarray:
+        return (np.asarray(docnos, np.uint64) % np.uint64(self.n_shards)).astype(np.intp)
+
+
+def content_keys(hashes: np.ndarray) -> np.ndarray:
+    """Content hashes as table keys (0 marks an empty slot)."""
+    return np.maximum(np.asarray(hashes, np.uint64), np.uint64(1))
+
+
+# -- durable per-WARC record of the documents a WARC added to the index
+
+
+def encode_record(gids: np.ndarray, hashes: np.ndarray, sigs: np.ndarray | None) -> bytes:
+    buf = io.BytesIO()
+    arrays = {"gids": np.asarray(gids, np.uint64), "hashes": np.asarray(hashes, np.uint64)}
+    if sigs is not None:
+        arrays["sigs"] = np.asarray(sigs, np.uint32)
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def decode_record(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    with np.load(io.BytesIO(data)) as z:
+        return z["gids"], z["hashes"], (z["sigs"] if "sigs" in z.files else None)
+
+
+class LshShard:
+    """One slice of the index: content-hash and band-key tables, and the documents it owns.
+
+    Indexed documents are numbered in commit order (``docno``, deterministic: decisions are
+    made in manifest order), so tables store 32-bit values. Shard ``s`` owns documents with
+    ``docno % N == s`` and keeps their gid and (with verification) signature at position
+    ``docno // N``: lookups are direct. A cache: :meth:`load` rebuilds it from committed
+    WARCs' records.
+    """
+
+    def __init__(self, layout: Layout, index: int, expected_docs: int = 0):
+        self.layout = layout
+        self.index = index
+        per_shard = expected_docs // layout.n_shards
+        self.exact = BandTable(per_shard if layout.exact else 0, value_dtype=np.uint32)
+        self.bands = BandTable(per_shard * layout.bands if layout.near else 0, value_dtype=np.uint32)
+        self._gids = np.empty(0, np.uint64)
+        self._sigs: np.ndarray | None = None
+        self._n = 0  # owned documents
+
+    def query(self, exact_keys: np.ndarray, band_keys_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each key, the docno of the earlier document that has it, or NO_MATCH."""
+        return self.exact.lookup(exact_keys), self.bands.lookup(band_keys_)
+
+    def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(gids, signatures or None) of owned documents."""
+        docnos = np.asarray(docnos, np.uint64)
+        n_sh = np.uint64(self.layout.n_shards)
+        local = (docnos // n_sh).astype(np.intp)
+        bad = (docnos % n_sh != self.index) | (local >= self._n)
+        if bad.any():
+            raise KeyError(f"LSH shard {self.index} does not hold document #{int(docnos[bad][0])}")
+        return self._gids[local], (None if self._sigs is None else self._sigs[local])
+
+    def insert(self, exact_keys: np.ndarray, exact_docnos: np.ndarray, band_keys_: np.ndarray,
+               band_docnos: np.ndarray, own_docnos: np.ndarray, own_gids: np.ndarray,
+               own_sigs: np.ndarray | None) -> None:
+        if exact_keys.size:
+            self.exact.insert_many(exact_keys, exact_docnos)
+        if band_keys_.size:
+            self.bands.insert_many(band_keys_, band_docnos)
+        if own_docnos.size:
+            expect = (self._n + np.arange(own_docnos.size, dtype=np.uint64)) * np.uint64(self.layout.n_shards)
+            if not np.array_equal(np.asarray(own_docnos, np.uint64), expect + np.uint64(self.index)):
+                raise ValueError(f"LSH shard {self.index}: documents must arrive in commit order")
+            self._append(np.asarray(own_gids, np.uint64), own_sigs)
+
+    def _append(self, gids: np.ndarray, sigs: np.ndarray | None) -> None:
+        need = self._n + gids.size
+        if need > self._gids.size:
+            cap = max(need, int(self._gids.size * 1.5), 1024)
+            self._gids = np.concatenate([self._gids[: self._n], np.empty(cap - self._n, np.uint64)])
+            if sigs is not None:
+                old = self._sigs[: self._n] if self._sigs is not None else np.empty((0, sigs.shape[1]), np.uint32)
+                self._sigs = np.concatenate([old, np.empty((cap - self._n, sigs.shape[1]), np.uint32)])
+        self._gids[self._n : need] = gids
+        if sigs is not None:
+            self._sigs[self._n : need] = sigs
+        self._n = need
+
+    def load(self, records: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> int:
+        """Add committed WARCs' records (all of them, in manifest order), keeping this shard's
+        slice; return the number of documents they hold (the next docno)."""
+        lay, me, docno = self.layout, self.index, 0
+        empty = np.empty(0, np.uint64)
+        for gids, hashes, sigs in records:
+            docnos = docno + np.arange(gids.size, dtype=np.uint64)
+            docno += gids.size
+            ek = content_keys(hashes) if lay.exact else empty
+            e_sel = lay.route(ek) == me
+            flat, flat_no = empty, empty
+            if lay.near and sigs is not None:
+                keys = lay.keys(sigs)
+                b_sel = lay.route(keys.ravel()) == me
+                flat, flat_no = keys.ravel()[b_sel], np.repeat(docnos, keys.shape[1])[b_sel]
+            own = lay.owner(docnos) == me
+            own_sigs = sigs[own] if lay.verify and sigs is not None else None
+            self.insert(ek[e_sel], docnos[: ek.size][e_sel], flat, flat_no, docnos[own], gids[own], own_sigs)
+        return docno
+
+    def stats(self) -> dict:
+        sig_bytes = self._n * 8 + (0 if self._sigs is None else self._n * self._sigs.shape[1] * 4)
+        return {
+            "shard": self.index,
+            "exact_keys": len(self.exact),
+            "band_keys": len(self.bands),
+            "documents": self._n,
+            "table_bytes": self.exact.nbytes + self.bands.nbytes,
+            "signature_bytes": sig_bytes,
+        }
+
+
+class ShardSet(Protocol):
+    """N shards, called together: local objects in-process, actors in the runtime."""
+
+    def query(self, requests: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+    def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
+    def insert(self, requests: Sequence[tuple]) -> None: ...
+
+
+class LocalShards:
+    """A :class:`ShardSet` of in-process :class:`LshShard` objects."""
+
+    def __init__(self, layout: Layout, expected_docs: int = 0):
+        self.shards = [LshShard(layout, i, expected_docs) for i in range(layout.n_shards)]
+
+    def query(self, requests):
+        return [s.query(*r) for s, r in zip(self.shards, requests, strict=True)]
+
+    def documents(self, requests):
+        return [s.documents(r) for s, r in zip(self.shards, requests, strict=True)]
+
+    def insert(self, requests):
+        for s, r in zip(self.shards, requests, strict=True):
+            s.insert(*r)
+
+
+@dataclass
+class Decision:
+    """Per document of one WARC (filtered documents, in record order)."""
+
+    kind: np.ndarray  # uint8: KEEP, EXACT or NEAR
+    dup_of: np.ndarray  # uint64 gid of the earlier document it duplicates (NO_MATCH if kept)
+    jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, 0 if kept)
+    indexed: int  # documents added to the index (the kept ones)
+    eligible: np.ndarray | None = None  # set by expand(): the documents that took part
+
+    @property
+    def keep(self) -> np.ndarray:
+        return self.kind == KEEP
+
+    def expand(self, eligible: np.ndarray) -> Decision:
+        """This decision over a subset, spread over all documents (the others kept, undecided)."""
+        kind = np.zeros(eligible.size, np.uint8)
+        dup_of = np.full(eligible.size, NO_MATCH, np.uint64)
+        jac = np.zeros(eligible.size, np.float32)
+        kind[eligible], dup_of[eligible], jac[eligible] = self.kind, self.dup_of, self.jaccard
+        return Decision(kind, dup_of, jac, self.indexed, eligible)
+
+    def counts(self) -> dict[str, int]:
+        return {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+
+
+class Deduplicator:
+    """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
+
+    def __init__(self, layout: Layout, threshold: float, shards: ShardSet, next_docno: int = 0):
+        self.layout = layout
+        self.threshold = threshold
+        self.shards = shards
+        self.next_docno = next_docno  # documents indexed so far (all shards)
+
+    def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None) -> tuple[Decision, bytes]:
+        """Decide, insert what is kept, and return (decision, durable record of the inserted documents)."""
+        lay, n_sh = self.layout, self.layout.n_shards
+        n = len(hashes)
+        gids = make_gids(ordinal, n)
+        kind = np.zeros(n, np.uint8)
+        dup_of = np.full(n, NO_MATCH, np.uint64)
+        jac = np.zeros(n, np.float32)
+        if n == 0:
+            return Decision(kind, dup_of, jac, 0), encode_record(gids, hashes, sigs)
+        near = lay.near and sigs is not None
+        ek = content_keys(hashes) if lay.exact else np.empty(0, np.uint64)
+        keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
+        flat = keys.ravel()
+        e_route, b_route = lay.route(ek), lay.route(flat)
+        e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
+        b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
+        answers = self.shards.query([(ek[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
+        prior_exact = np.full(n, NO_MATCH, np.uint64)
+        prior_band = np.full(flat.size, NO_MATCH, np.uint64)
+        for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
+            prior_exact[e], prior_band[b] = ea, ba
+        prior_band = prior_band.reshape(keys.shape)
+
+        exact_earlier = _earlier_equal(ek[:, None]) if lay.exact else {}
+        band_earlier = _earlier_equal(keys) if near else {}
+        has_prior = prior_exact != NO_MATCH
+        if near:
+            has_prior |= (prior_band != NO_MATCH).any(axis=1)
+        involved = set(np.flatnonzero(has_prior).tolist()) | set(exact_earlier) | set(band_earlier)
+
+        # the earlier documents named: their gids (for dup_of) and signatures (to verify)
+        prior_gid: dict[int, int] = {}
+        prior_sig: dict[int, np.ndarray] = {}
+        want = np.unique(np.concatenate([prior_exact[has_prior], prior_band[has_prior].ravel()]))
+        want = want[want != NO_MATCH]
+        if want.size:
+            owner = lay.owner(want)
+            reqs = [want[owner == s] for s in range(n_sh)]
+            for d, (g, sg) in zip(reqs, self.shards.documents(reqs), strict=True):
+                prior_gid.update(zip(d.tolist(), g.tolist(), strict=True))
+                if sg is not None:
+                    prior_sig.update(zip(d.tolist(), sg, strict=True))
+
+        for i in sorted(involved):
+            if prior_exact[i] != NO_MATCH:
+                kind[i], dup_of[i], jac[i] = EXACT, prior_gid[int(prior_exact[i])], 1.0
+                continue
+            j = next((j for j in exact_earlier.get(i, ()) if kind[j] == KEEP), None)
+            if j is not None:
+                kind[i], dup_of[i], jac[i] = EXACT, gids[j], 1.0
+                continue
+            if not near:
+                continue
+            # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
+            cands = [(prior_gid[d], prior_sig.get(d)) for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
+            cands += [(int(gids[j]), sigs[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
+            if not cands:
+                continue
+            if not lay.verify:  # any shared band: the earliest candidate
+                kind[i], dup_of[i], jac[i] = NEAR, cands[0][0], np.nan
+                continue
+            best_j, best_g = -1.0, 0
+            for g, sg in cands:
+                est = float(np.count_nonzero(sg == sigs[i])) / sigs.shape[1]
+                if est > best_j:
+                    best_j, best_g = est, g
+            if best_j >= self.threshold:
+                kind[i], dup_of[i], jac[i] = NEAR, best_g, best_j
+
+        keep = kind == KEEP
+        n_kept = int(keep.sum())
+        if self.next_docno + n_kept > _MAX_DOCNO:
+            raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
+        docnos = self.next_docno + np.arange(n_kept, dtype=np.uint64)
+        kg = gids[keep]
+        ke = ek[keep] if lay.exact else ek
+        ke_no = docnos if lay.exact else np.empty(0, np.uint64)
+        kflat = keys[keep].ravel()
+        kflat_no = np.repeat(docnos, keys.shape[1])
+        ksigs = sigs[keep] if near else None
+        ke_route, kb_route, owner = lay.route(ke), lay.route(kflat), lay.owner(docnos)
+        reqs = []
+        for s in range(n_sh):
+            e, b, o = ke_route == s, kb_route == s, owner == s
+            reqs.append((ke[e], ke_no[e], kflat[b], kflat_no[b], docnos[o], kg[o],
+                         ksigs[o] if lay.verify else None))
+        self.shards.insert(reqs)
+        self.next_docno += n_kept
+        record = encode_record(kg, np.asarray(hashes, np.uint64)[keep], ksigs)
+        return Decision(kind, dup_of, jac, n_kept), record
+
+
+def _earlier_equal(keys: np.ndarray) -> dict[int, list[int]]:
+    """Documents (rows) sharing any column's key with an earlier row: ``{i: [earlier rows]}`` ascending."""
+    n, b = keys.shape
+    if n < 2 or b == 0:
+        return {}
+    flat = keys.ravel()
+    rows = np.repeat(np.arange(n), b)
+    order = np.lexsort((rows, flat))
+    sk, sr = flat[order], rows[order]
+    same = sk[1:] == sk[:-1]
+    if not same.any():
+        return {}
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    sizes = np.diff(np.append(starts, sk.size))
+    out: dict[int, set[int]] = {}
+    for a, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+        members = sorted(set(sr[a : a + size].tolist()))
+        for k, i in enumerate(members[1:], 1):
+            out.setdefault(i, set()).update(members[:k])
+    return {i: sorted(v) for i, v in out.items()}

@@ -1,0 +1,50 @@
+"""Applying a WARC's dedup decision to its documents: drop (or tag) duplicates, write the audit file."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
+from raycorpus.process.dedup.index import KEEP, KINDS, split_gid
+from raycorpus.process.document import Document
+
+AUDIT_PREFIX = "dedup-"
+
+
+def doc_id(gid: int) -> str:
+    """A document's id in documents/ and audit files: ``<WARC ordinal>/<index among its filtered docs>``."""
+    ordinal, index = split_gid(gid)
+    return f"{ordinal}/{index}"
+
+
+def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs: list[Document],
+                   decision: dict, tag: bool) -> list[Document]:
+    """The documents to tokenize: the kept ones (filter mode) or all, duplicates tagged (tag mode)."""
+    kind, dup_of, jac = decision["kind"], decision["dup_of"], decision["jaccard"]
+    if len(kind) != len(docs):
+        raise ValueError(f"WARC #{ordinal}: dedup decision for {len(kind)} documents, got {len(docs)}")
+    eligible = decision.get("eligible")
+    out, audit = [], []
+    index = -1  # ids count only the documents that took part (in tag mode: those no filter would drop)
+    for i, doc in enumerate(docs):
+        if eligible is not None and not eligible[i]:
+            out.append(doc)
+            continue
+        index += 1
+        doc.metadata["id"] = f"{ordinal}/{index}"
+        if kind[i] == KEEP:
+            out.append(doc)
+            continue
+        reason = f"dedup:{KINDS[int(kind[i])]}"
+        match = {"dup_of": doc_id(dup_of[i]), "jaccard": None if np.isnan(jac[i]) else round(float(jac[i]), 4)}
+        if tag:
+            doc.metadata["dedup"] = match
+            doc.metadata.setdefault("would_drop", []).append(reason)
+            out.append(doc)
+        elif decision.get("audit"):
+            audit.append({"id": f"{ordinal}/{index}", "url": doc.url, "record_id": doc.record_id, "warc": warc,
+                          "reason": reason, **match, "text": doc.text})
+    if audit:
+        write_jsonl_zst(storage, out_url, EXCLUSIONS_DIR, ordinal, audit, prefix=AUDIT_PREFIX)
+    return out

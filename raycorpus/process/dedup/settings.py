@@ -1,0 +1,51 @@
+"""Dedup settings (the ``dedup:`` section of the config)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from raycorpus.process.dedup.minhash import PRESETS
+
+
+class DedupConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    exact: bool = Field(True, description="drop documents whose normalised text equals an earlier one's")
+    near: bool = Field(True, description="MinHash-LSH near-duplicate detection")
+    preset: Literal["fineweb", "recall"] = Field(
+        "fineweb", description="bands x rows: " + ", ".join(f"{k} {b}x{r}" for k, (b, r) in PRESETS.items())
+    )
+    bands: int | None = Field(None, ge=1, description="override the preset's band count")
+    rows: int | None = Field(None, ge=1, description="override the preset's rows per band")
+    num_perm: int = Field(112, ge=1, le=1024, description="MinHash permutations (>= bands x rows)")
+    ngram: int = Field(5, ge=1, le=64, description="words per shingle")
+    seed: int = Field(1, ge=0)
+    verify: bool = Field(
+        True, description="a band match is a duplicate only if the signatures' estimated Jaccard >= threshold"
+    )
+    threshold: float = Field(0.8, gt=0, le=1)
+    shards: int | None = Field(
+        None, ge=1, le=4096, description="LSH shard actors (default: one per 16 cluster CPUs); not part of the output"
+    )
+    expected_docs: int = Field(
+        0, ge=0, description="documents the index will hold (e.g. from `raycorpus plan`): sizes the tables "
+        "up front instead of growing them; 0 = grow as needed"
+    )
+    audit: bool = Field(False, description="write dropped duplicates and what they matched to exclusions/")
+
+    @model_validator(mode="after")
+    def _fits(self) -> DedupConfig:
+        b, r = self.bands_rows
+        if b * r > self.num_perm:
+            raise ValueError(f"{b} bands x {r} rows need num_perm >= {b * r} (got {self.num_perm})")
+        return self
+
+    @property
+    def bands_rows(self) -> tuple[int, int]:
+        b, r = PRESETS[self.preset]
+        return self.bands or b, self.rows or r
+
+    @property
+    def enabled(self) -> bool:
+        return self.exact or self.near

@@ -1,0 +1,200 @@
+"""Benchmark decontamination: drop documents that share a long word n-gram with a benchmark item.
+
+The index is every n-gram of every configured field of every benchmark item, over the
+same normalised words as dedup (NFKC, lowercase, punctuation and digits folded). A field
+of ``L`` words contributes its ``n``-grams with ``n = clamp(L // 2, min_words, ngram)``:
+long fields use the configured length (13, as GPT-3), and shorter ones a length for which
+one edited word still leaves an intact n-gram on one side of it. Fields shorter than
+``min_words`` are not indexed (counted in the index stats). n-grams shared by more than
+``max_item_share`` items (template phrasing such as "which of the following is") are left
+out, since they say nothing about one item.
+
+The index is built once per run (:func:`build_index`) and broadcast to the workers; a
+document is checked by hashing its words once and probing each n-gram length.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raycorpus.ingest.storage import Storage
+from raycorpus.process.dedup.minhash import MinHasher, fmix64
+from raycorpus.process.document import Document
+from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.settings import BenchmarkSource, DecontamConfig
+
+_SEED = 0xDEC0  # hash constants of the n-gram index; fixed so an index is valid across runs
+_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
+_INV_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
+_LEN_TAG = 0xD6E8FEB86659FD93
+_BITMAP_BITS = 24  # 2 MiB prefilter: one random read per n-gram, a sorted-table search only on a hit
+
+
+class NGramHasher:
+    """Word n-gram hashes for any n from one prefix sum: ``O(1)`` per n-gram and length."""
+
+    def __init__(self) -> None:
+        self.words = MinHasher(num_perm=1, ngram=1, seed=_SEED)
+        self._pow = self._inv = np.ones(1, np.uint64)
+
+    def word_hashes(self, text: str) -> np.ndarray:
+        return self.words.word_hashes(text)
+
+    def _powers(self, n: int) -> None:
+        if n <= self._pow.size:
+            return
+        n = max(n, 2 * self._pow.size)
+        self._pow = np.full(n, _BASE, np.uint64)
+        self._pow[0] = 1
+        np.cumprod(self._pow, out=self._pow)
+        self._inv = np.full(n, _INV_BASE, np.uint64)
+        self._inv[0] = 1
+        np.cumprod(self._inv, out=self._inv)
+
+    def grams(self, word_hash: np.ndarray, lengths: list[int]) -> np.ndarray:
+        """Hashes of all ``n``-grams for each ``n`` in ``lengths``, concatenated."""
+        m = word_hash.size
+        self._powers(m + 1)
+        prefix = np.zeros(m + 1, np.uint64)
+        np.cumsum(word_hash * self._pow[:m], out=prefix[1:])
+        out = [fmix64((prefix[n:] - prefix[: m + 1 - n]) * self._inv[: m + 1 - n] + np.uint64(n * _LEN_TAG % 2**64))
+               for n in lengths if n <= m]
+        return np.concatenate(out) if out else np.empty(0, np.uint64)
+
+
+@dataclass
+class DecontamIndex:
+    ngram: int
+    names: list[str]
+    lengths: list[int] = field(default_factory=list)  # n-gram lengths present
+    table: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # sorted unique hashes
+    owners: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint16))  # benchmark per hash
+    bitmap: np.ndarray = field(default_factory=lambda: np.zeros(1 << (_BITMAP_BITS - 3), np.uint8))
+    stats: dict[str, dict] = field(default_factory=dict)
+
+    def add(self, grams: np.ndarray, owners: np.ndarray) -> None:
+        order = np.argsort(grams, kind="stable")
+        self.table, self.owners = grams[order], owners[order]
+        bit = self.table >> np.uint64(64 - _BITMAP_BITS)
+        np.bitwise_or.at(self.bitmap, (bit >> np.uint64(3)).astype(np.intp),
+                         (np.uint8(1) << (bit & np.uint64(7)).astype(np.uint8)))
+
+    def match(self, word_hash: np.ndarray, hasher: NGramHasher) -> tuple[str, int] | None:
+        """The benchmark of the first indexed n-gram in the text, or None."""
+        if not self.table.size:
+            return None
+        h = hasher.grams(word_hash, self.lengths)
+        bit = h >> np.uint64(64 - _BITMAP_BITS)
+        maybe = (self.bitmap[(bit >> np.uint64(3)).astype(np.intp)] >> (bit & np.uint64(7)).astype(np.uint8)) & 1
+        h = h[maybe.astype(bool)]
+        if not h.size:
+            return None
+        pos = np.searchsorted(self.table, h)
+        pos[pos == self.table.size] = 0
+        hit = np.flatnonzero(self.table[pos] == h)
+        if not hit.size:
+            return None
+        return self.names[int(self.owners[pos[hit[0]]])], int(hit[0])
+
+
+def iter_items(source: BenchmarkSource, storage: Storage) -> Iterator[list[str]]:
+    """Each item of a benchmark file (or folder of files) as its configured fields' texts."""
+    urls = [source.path]
+    if not storage.exists(source.path):
+        urls = sorted(u for u in storage.list(source.path) if _format(u, source.format))
+        if not urls:
+            raise FileNotFoundError(f"decontam benchmark {source.name!r}: no file at {source.path}")
+    for url in urls:
+        data = storage.read_bytes(url)
+        if url.endswith(".gz"):
+            data = gzip.decompress(data)
+        text = data.decode("utf-8-sig")
+        fmt = _format(url, source.format)
+        if fmt == "csv":
+            rows: Iterator[dict] = csv.DictReader(io.StringIO(text))
+        else:
+            rows = (json.loads(line) for line in text.splitlines() if line.strip())
+        for row in rows:
+            missing = [f for f in source.fields if f not in row]
+            if missing:
+                raise ValueError(f"decontam benchmark {source.name!r}: {url} has no field {missing[0]!r}")
+            yield [t for f in source.fields for t in _texts(row[f])]
+
+
+def _format(url: str, fmt: str) -> str | None:
+    name = url.removesuffix(".gz")
+    if fmt != "auto":
+        return fmt if name.endswith((".jsonl", ".json", ".csv")) or "." not in name.rsplit("/", 1)[-1] else None
+    if name.endswith((".jsonl", ".json")):
+        return "jsonl"
+    if name.endswith(".csv"):
+        return "csv"
+    return None
+
+
+def _texts(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return [] if value is None else [str(value)]
+
+
+def build_index(cfg: DecontamConfig, storage: Storage | None = None) -> DecontamIndex:
+    storage = storage or Storage()
+    index = DecontamIndex(ngram=cfg.ngram, names=[b.name for b in cfg.benchmarks])
+    hasher = NGramHasher()
+    grams, owners, items = [], [], []
+    lengths: set[int] = set()
+    for b_id, source in enumerate(cfg.benchmarks):
+        n_items = fields = short = 0
+        for item_id, texts in enumerate(iter_items(source, storage)):
+            n_items += 1
+            for text in texts:
+                wh = hasher.word_hashes(text)
+                if wh.size < cfg.min_words:
+                    short += 1
+                    continue
+                fields += 1
+                n = max(cfg.min_words, min(cfg.ngram, wh.size // 2))
+                lengths.add(n)
+                g = np.unique(hasher.grams(wh, [n]))
+                grams.append(g)
+                owners.append(np.full(g.size, b_id, np.uint16))
+                items.append(np.full(g.size, (b_id << 32) | item_id, np.uint64))
+        index.stats[source.name] = {"items": n_items, "fields_indexed": fields, "fields_too_short": short}
+    if grams:
+        g, o, it = np.concatenate(grams), np.concatenate(owners), np.concatenate(items)
+        order = np.lexsort((it, g))
+        g, o, it = g[order], o[order], it[order]
+        first = np.ones(g.size, bool)
+        first[1:] = g[1:] != g[:-1]
+        new_item = first.copy()
+        new_item[1:] |= it[1:] != it[:-1]
+        share = np.add.reduceat(new_item.astype(np.int64), np.flatnonzero(first))  # distinct items per n-gram
+        keep = share <= cfg.max_item_share
+        index.add(g[first][keep], o[first][keep])
+    index.lengths = sorted(lengths)
+    return index
+
+
+class DecontamFilter:
+    name = "decontam"
+
+    def __init__(self, cfg: DecontamConfig, index: DecontamIndex | None = None):
+        self.index = index if index is not None else build_index(cfg)
+        self.hasher = NGramHasher()
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        hit = self.index.match(self.hasher.word_hashes(doc.text), self.hasher)
+        if hit is None:
+            return FilterResult(signals={"decontam.benchmark": None})
+        name, _ = hit
+        return FilterResult(reason=name, signals={"decontam.benchmark": name})

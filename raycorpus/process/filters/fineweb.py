@@ -1,0 +1,47 @@
+"""FineWeb's own line rules (Penedo et al. 2024), as datatrove's ``FineWebQualityFilter``.
+
+A document is dropped when at most ``min_line_punct_ratio`` of its lines end in punctuation,
+at least ``max_short_line_ratio`` of them have at most ``short_line_chars`` characters, at
+least ``max_dup_line_char_ratio`` of its characters are in repeated lines, or it has more than
+``max_newline_word_ratio`` line breaks per word (datatrove's comparisons, ``<=``/``>=``/``>``).
+
+Deliberate differences from datatrove: lines are ``TextView.lines`` (stripped, blank lines
+dropped; extracted text separates blocks by blank lines, which datatrove would count as short
+lines without punctuation), so the line breaks are those between non-blank lines; words are
+``TextView.tokens`` (words and punctuation marks, like NLTK's tokens); closing typographic
+quotes, the ellipsis character and CJK full stops also count as end punctuation.
+"""
+
+from __future__ import annotations
+
+from raycorpus.process.filters.base import TextView
+from raycorpus.process.filters.gopher import RuleFilter, Rules, line_duplicates
+from raycorpus.process.filters.settings import FineWebQualityConfig
+
+END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\uff01", "\uff1f")
+
+
+class FineWebQualityFilter(RuleFilter):
+    """Drops list-like documents: few punctuated lines, many short or repeated lines."""
+
+    name = "fineweb"
+    cfg: FineWebQualityConfig
+
+    def _rules(self, view: TextView) -> Rules:
+        cfg = self.cfg
+        lines = view.lines
+        n = len(lines)
+        value = sum(1 for s in lines if s.endswith(END_PUNCTUATION)) / n if n else 0.0
+        yield "line_punct_ratio", value, "line_punct_ratio" if value <= cfg.min_line_punct_ratio else None
+
+        limit = cfg.short_line_chars
+        value = sum(1 for s in lines if len(s) <= limit) / n if n else 0.0
+        yield "short_line_ratio", value, "short_line_ratio" if value >= cfg.max_short_line_ratio else None
+
+        chars = len(view.text) - view.text.count("\n")
+        value = line_duplicates(view)[1] / chars if chars else 0.0
+        yield "dup_line_char_ratio", value, "dup_line_char_ratio" if value >= cfg.max_dup_line_char_ratio else None
+
+        tokens = len(view.tokens)
+        value = (n - 1) / tokens if n and tokens else 0.0
+        yield "newline_word_ratio", value, "newline_word_ratio" if value > cfg.max_newline_word_ratio else None

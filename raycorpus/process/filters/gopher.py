@@ -1,0 +1,219 @@
+"""Gopher repetition and quality rules (Rae et al. 2021, App. A), as datatrove implements them.
+
+Deliberate differences from datatrove's ``GopherRepetitionFilter`` / ``GopherQualityFilter``:
+
+* Words are ``TextView.words`` (runs of letters/digits; punctuation marks are not words), not
+  NLTK tokens. So n-grams are over words only, and the symbol, alpha and stop-word ratios are
+  per word, as the paper states them (datatrove counts punctuation tokens as non-alphabetic
+  words, which fails ordinary prose with many commas).
+* n-gram character fractions are over the characters of words (the paper's definition), not
+  over ``len(text)``; a "top" n-gram must occur at least twice (a single occurrence is no
+  repetition, and would fail any very short text); duplicate n-gram characters are those
+  covered by any repeated n-gram, overlaps counted once (the paper), where datatrove skips
+  ahead greedily.
+* Lines and paragraphs are ``TextView.lines`` / ``.paragraphs``: stripped, blank ones dropped
+  (extracted text separates blocks by blank lines, which would dilute every per-line ratio).
+* Bullets are a set of bullet glyphs (datatrove: only "•" and "-"); stop words also count in
+  Capitalized and UPPER case (datatrove: exact case only).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator
+from itertools import filterfalse
+from typing import TypeVar
+
+import numpy as np
+
+from raycorpus.process.document import Document
+from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.settings import GopherQualityConfig, GopherRepetitionConfig
+
+# bullet glyphs, hyphen bullet U+2043, hyphen, en and em dash, asterisk
+BULLETS = ("•", "‣", "◦", "\u2043", "∙", "●", "○", "▪", "■", "□", "►", "▶", "➢", "✓", "✔", "-", "\u2013", "—", "*")
+ELLIPSES = ("...", "…")
+_K = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial n-gram hash (mod 2**64)
+
+Rules = Iterator[tuple[str, float | int, str | None]]
+"""(signal name, value, drop reason if the rule fails else None), in rule order."""
+
+T = TypeVar("T")
+
+
+def evaluate(name: str, rules: Rules, all_signals: bool) -> FilterResult:
+    """Collect the signals of ``rules``; the reason is the first failing rule's. Without
+    ``all_signals``, stop at that rule (the rules are lazy, so the rest are never computed)."""
+    signals: dict[str, float | int | str] = {}
+    reason = None
+    for key, value, failed in rules:
+        signals[f"{name}.{key}"] = value
+        if failed and reason is None:
+            reason = failed
+            if not all_signals:
+                break
+    return FilterResult(reason=reason, signals=signals)
+
+
+class RuleFilter:
+    """A filter made of lazy rules (``_rules`` yields (signal, value, failed reason or None))."""
+
+    name = ""
+
+    def __init__(self, cfg, all_signals: bool = False):
+        self.cfg = cfg
+        self.all_signals = all_signals
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        return evaluate(self.name, self._rules(view), self.all_signals)
+
+    def _rules(self, view: TextView) -> Rules:
+        raise NotImplementedError
+
+
+def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:
+    """``compute(view)``, computed once per view (so once per document for all filters)."""
+    try:
+        return view.__dict__[key]
+    except KeyError:
+        value = view.__dict__[key] = compute(view)
+        return value
+
+
+def duplicates(items: list[str]) -> tuple[int, int]:
+    """Occurrences after the first of each item, and their characters."""
+    counts = Counter(items)
+    if len(counts) == len(items):
+        return 0, 0
+    return len(items) - len(counts), sum(len(s) * (c - 1) for s, c in counts.items() if c > 1)
+
+
+def line_duplicates(view: TextView) -> tuple[int, int]:
+    return cached(view, "_line_duplicates", lambda v: duplicates(v.lines))
+
+
+def word_lengths(view: TextView) -> np.ndarray:
+    return cached(view, "_word_lengths", lambda v: np.fromiter(map(len, v.words), np.int64, len(v.words)))
+
+
+def ngram_fractions(
+    words: list[str], lens: np.ndarray, top_ns: Collection[int], dup_ns: Collection[int]
+) -> Iterator[tuple[int, float, float]]:
+    """Yield ``(n, top n-gram char fraction, duplicate n-gram char fraction)`` for n = 2, 3, ...
+
+    Both are over the characters of all words; each is only computed (else 0) for the ``n`` in
+    ``top_ns`` / ``dup_ns``. Stops once no n-gram repeats (no longer one can then): the missing
+    fractions are 0. Each round hashes only the n-grams that start where the (n-1)-gram
+    repeated (a repeated n-gram's prefix repeats), so the work shrinks fast on ordinary text.
+    """
+    m = len(words)
+    total = int(lens.sum())
+    max_n = max([*top_ns, *dup_ns], default=0)
+    if m < 2 or total == 0 or max_n < 2:
+        return
+    # word hashes, padded with distinct values: an n-gram running past the end never repeats
+    ids = np.empty(m + max_n, np.uint64)
+    ids[:m] = np.fromiter(map(hash, words), np.int64, m).view(np.uint64)
+    ids[m:] = np.arange(max_n, dtype=np.uint64) * _K + _K
+    ends = np.concatenate(([0], np.cumsum(lens)))  # chars of words[i:j] = ends[j] - ends[i]
+    pos = np.arange(m - 1)  # starts of the n-grams still in play, and their hashes
+    h = ids[: m - 1]
+    for n in range(2, max_n + 1):
+        h = h * _K + ids[pos + (n - 1)]
+        order = np.argsort(h)
+        s = h[order]
+        same = s[1:] == s[:-1]
+        if not same.any():
+            return
+        top = dup = 0.0
+        if n in top_ns:
+            bounds = np.flatnonzero(np.concatenate(([True], ~same, [True])))
+            sizes = np.diff(bounds)
+            most = int(sizes.max())
+            first = pos[order[bounds[:-1][sizes == most]]]
+            top = int((ends[first + n] - ends[first]).max()) * most / total
+        repeated = np.zeros(s.size, bool)
+        repeated[1:] = same
+        repeated[:-1] |= same
+        keep = order[repeated]
+        pos, h = pos[keep], h[keep]
+        if n in dup_ns:
+            edges = np.zeros(m + 1, np.int32)
+            edges[pos] += 1
+            edges[pos + n] -= 1
+            dup = int(lens[np.cumsum(edges[:m]) > 0].sum()) / total
+        yield n, top, dup
+
+
+class GopherRepetitionFilter(RuleFilter):
+    """Drops documents made of repeated lines, paragraphs or n-grams."""
+
+    name = "gopher_repetition"
+    cfg: GopherRepetitionConfig
+
+    def _rules(self, view: TextView) -> Rules:
+        cfg = self.cfg
+        chars = len(view.text)
+        items = view.paragraphs
+        dups, dup_chars = duplicates(items)
+        yield from _dup_rules("para", dups / len(items) if items else 0.0, cfg.dup_para_frac)
+        yield from _dup_rules("para_char", dup_chars / chars if chars else 0.0, cfg.dup_para_char_frac)
+        items = view.lines
+        dups, dup_chars = line_duplicates(view)
+        yield from _dup_rules("line", dups / len(items) if items else 0.0, cfg.dup_line_frac)
+        yield from _dup_rules("line_char", dup_chars / chars if chars else 0.0, cfg.dup_line_char_frac)
+
+        tops, dups_n = cfg.top_n_grams, cfg.dup_n_grams
+        stream = ngram_fractions(view.words, word_lengths(view), tops, dups_n)
+        for n in range(2, max([*tops, *dups_n], default=0) + 1):
+            _, top, dup = next(stream, (n, 0.0, 0.0))
+            if n in tops:
+                yield f"top_{n}_gram", top, f"top_{n}_gram" if top > tops[n] else None
+            if n in dups_n:
+                yield f"dup_{n}_gram", dup, f"dup_{n}_gram" if dup > dups_n[n] else None
+
+
+def _dup_rules(kind: str, value: float, limit: float) -> Rules:
+    yield f"dup_{kind}_frac", value, f"dup_{kind}_frac" if value > limit else None
+
+
+class GopherQualityFilter(RuleFilter):
+    """Drops documents whose words, symbols and lines do not look like prose."""
+
+    name = "gopher_quality"
+
+    def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
+        super().__init__(cfg, all_signals)
+        # matching case variants is 3x faster than lowercasing every word
+        self.stop_words = frozenset(v for w in cfg.stop_words for v in (w, w.lower(), w.capitalize(), w.upper()))
+
+    def _rules(self, view: TextView) -> Rules:
+        cfg = self.cfg
+        words = view.words
+        n = len(words)
+        reason = "too_few_words" if n < cfg.min_words else "too_many_words" if n > cfg.max_words else None
+        yield "words", n, reason
+
+        mean = int(word_lengths(view).sum()) / n if n else 0.0
+        ok = cfg.min_avg_word_length <= mean <= cfg.max_avg_word_length
+        yield "mean_word_length", mean, None if ok else "mean_word_length"
+
+        text = view.text
+        value = text.count("#") / n if n else 0.0
+        yield "hash_ratio", value, "hash_ratio" if value > cfg.max_symbol_word_ratio else None
+        value = (text.count("...") + text.count("…")) / n if n else 0.0
+        yield "ellipsis_ratio", value, "ellipsis_ratio" if value > cfg.max_symbol_word_ratio else None
+
+        lines = view.lines
+        value = sum(1 for s in lines if s.startswith(BULLETS)) / len(lines) if lines else 0.0
+        yield "bullet_lines_ratio", value, "bullet_lines_ratio" if value > cfg.max_bullet_lines_ratio else None
+        value = sum(1 for s in lines if s.endswith(ELLIPSES)) / len(lines) if lines else 0.0
+        yield "ellipsis_lines_ratio", value, "ellipsis_lines_ratio" if value > cfg.max_ellipsis_lines_ratio else None
+
+        # most words are all letters (str.isalpha, in C); look into the others only
+        no_letter = sum(1 for w in filterfalse(str.isalpha, words) if not any(map(str.isalpha, w)))
+        value = (n - no_letter) / n if n else 0.0
+        yield "alpha_words_ratio", value, "alpha_words_ratio" if value < cfg.min_alpha_words_ratio else None
+
+        count = sum(map(self.stop_words.__contains__, words))
+        yield "stop_words", count, "stop_words" if count < cfg.min_stop_words else None

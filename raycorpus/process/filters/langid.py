@@ -1,0 +1,68 @@
+"""Language identification with fastText (lid.176 by default), the first document stage.
+
+The text is predicted as one line (newlines as spaces). lid.176.ftz (quantized) costs about
+0.17 us per character, so a text longer than ``MAX_CHARS`` characters is predicted on
+``WINDOWS`` evenly spaced windows of whole words, ``MAX_CHARS`` characters in all: fastText
+averages the vectors of all words, and windows spread over the page estimate that average
+better than a prefix (on 841 extracted pages, 1,500 characters in 8 windows gave the label of the
+whole text on every page, a 1,500-character prefix differed on 4). This keeps a typical page at
+~0.25 ms and a 5 MB single-line record as cheap as a normal page.
+Labels are the model's (lid.176: ISO 639-1 where one exists, but ``no`` for Norwegian Bokmål,
+``sh`` for Serbo-Croatian, ISO 639-3 codes such as ``ceb`` for the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from raycorpus.process.document import Document
+from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.resources import fasttext_line, fasttext_predict, load_fasttext
+from raycorpus.process.filters.settings import LangIdConfig
+
+MAX_CHARS = 1_500
+WINDOWS = 8
+UNKNOWN = ("unknown", 0.0)
+DEFAULT_MODEL = LangIdConfig.model_fields["model"].default
+
+
+def predict_one(model, text: str) -> tuple[str, float]:
+    """(label, probability) of one text; ``("unknown", 0.0)`` for an empty or blank one."""
+    if not text or text.isspace():
+        return UNKNOWN
+    top = fasttext_predict(model, fasttext_line(text, MAX_CHARS, WINDOWS))
+    return top[0] if top else UNKNOWN
+
+
+def predict(texts: Iterable[str], model: str = DEFAULT_MODEL) -> list[tuple[str, float]]:
+    """(label, probability) of each text, exactly as ``LanguageFilter`` sees it (for evaluations)."""
+    m = load_fasttext(model)
+    return [predict_one(m, t) for t in texts]
+
+
+class LanguageFilter:
+    """Keeps documents whose label is in ``keep`` with probability >= its threshold; sets
+    ``doc.metadata["lang"]`` and ``["lang_score"]`` for the stages after it."""
+
+    name = "lang"
+
+    def __init__(self, cfg: LangIdConfig):
+        self.model = load_fasttext(cfg.model)
+        self.keep = frozenset(cfg.keep) if cfg.keep is not None else None
+        self.threshold = cfg.threshold
+        self.thresholds = dict(cfg.thresholds)
+
+    def predict(self, texts: Iterable[str]) -> list[tuple[str, float]]:
+        return [predict_one(self.model, t) for t in texts]
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        label, score = predict_one(self.model, view.text)
+        doc.metadata["lang"] = label
+        doc.metadata["lang_score"] = score
+        signals = {"lang": label, "lang_score": score}
+        if self.keep is not None and label not in self.keep:
+            return FilterResult(reason=f"not_kept:{label}", signals=signals)
+        thr = self.thresholds.get(label, self.threshold)
+        if score < thr:
+            return FilterResult(reason=f"{label}<{thr}", signals=signals)
+        return FilterResult(signals=signals)

@@ -1,0 +1,41 @@
+"""Model-based quality: any fastText classifier (e.g. a DCLM-style ``__label__hq`` model).
+
+The score is the probability the model gives ``label`` (0 when the label is not among the
+model's top ``TOP_K``); documents scoring below ``threshold`` are dropped with reason
+``f"{label}<{threshold}"``. The text is predicted as one line of at most ``MAX_CHARS`` characters.
+"""
+
+from __future__ import annotations
+
+from raycorpus.process.document import Document
+from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.resources import fasttext_line, fasttext_predict, load_fasttext
+from raycorpus.process.filters.settings import ModelQualityConfig
+
+MAX_CHARS = 100_000
+TOP_K = 10
+
+
+class ModelQualityFilter:
+    """Signals (and ``doc.metadata``) ``model_quality``: the probability of ``label``."""
+
+    name = "model_quality"
+
+    def __init__(self, cfg: ModelQualityConfig):
+        if not cfg.model:
+            raise FileNotFoundError("filters.model_quality.model: no fastText classifier path given")
+        self.model = load_fasttext(cfg.model)
+        self.label = cfg.label.removeprefix("__label__")
+        self.threshold = cfg.threshold
+        self.reason = f"{cfg.label}<{cfg.threshold}"
+
+    def score(self, text: str) -> float:
+        if not text or text.isspace():
+            return 0.0
+        return dict(fasttext_predict(self.model, fasttext_line(text, MAX_CHARS), TOP_K)).get(self.label, 0.0)
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        score = self.score(view.text)
+        doc.metadata["model_quality"] = score
+        signals = {"model_quality": score}
+        return FilterResult(reason=self.reason if score < self.threshold else None, signals=signals)

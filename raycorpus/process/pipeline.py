@@ -1,0 +1,154 @@
+"""The per-WARC document chain, Ray-free: read -> HTML 200 -> decode -> extract -> filters -> hash.
+
+A :class:`WarcProcessor` turns one WARC url into one :class:`WarcResult`; the runtime
+layer wraps it in a stateless actor. Each step either keeps a document or drops it with
+a reason (``stage:reason``), so every drop is counted; a bad document never fails the
+WARC. A file that is not readable as a WARC raises (:class:`raycorpus.ingest.warc.WarcFormatError`
+or the storage error), and the driver retries it, then lists it as failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from raycorpus.config import Config
+from raycorpus.ingest.storage import Storage
+from raycorpus.ingest.warc import iter_html_records
+from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
+from raycorpus.process.dedup.minhash import MinHasher, normalize
+from raycorpus.process.document import Document
+from raycorpus.process.extract import Extractor
+from raycorpus.process.filters import Chain
+
+
+@dataclass(slots=True)
+class WarcResult:
+    """Everything one WARC contributes, in record order."""
+
+    ordinal: int
+    url: str
+    docs: list[Document]
+    content_hashes: np.ndarray  # uint64, one per doc: normalised-text hash for exact dedup
+    signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash (low 32 bits), if near dedup is on
+    counts: Counter  # stage counters and drop reasons
+    bytes_read: int
+    seconds: float
+
+    def summary(self) -> dict:
+        return {
+            "ordinal": self.ordinal,
+            "url": self.url,
+            "docs": len(self.docs),
+            "bytes_read": self.bytes_read,
+            "seconds": round(self.seconds, 4),
+            "counts": dict(self.counts),
+        }
+
+
+def content_hash(text: str) -> int:
+    """64-bit hash of the normalised text (stable across processes and machines)."""
+    digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")
+
+
+class WarcProcessor:
+    """Builds the document chain once; ``process`` runs it over one WARC."""
+
+    def __init__(self, cfg: Config, with_filters: bool = True, decontam_index=None):
+        self.cfg = cfg
+        self.storage = Storage(cfg.storage)
+        self.extractor = Extractor(cfg.extract)
+        self.chain = Chain(cfg.filters, decontam_index) if with_filters else None
+        self.exclusions = cfg.filters.exclusions
+        d = cfg.dedup
+        self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
+        if self.minhasher is not None:
+            self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
+
+    def process(self, ordinal: int, url: str) -> WarcResult:
+        t0 = time.perf_counter()
+        counts: Counter = Counter()
+        docs: list[Document] = []
+        hashes: list[int] = []
+        sigs: list[np.ndarray] = []
+        excluded: list[dict] = []
+        clock = time.perf_counter_ns
+        with self.storage.open_read(url) as stream:
+            records = iter_html_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
+            while True:
+                t = clock()
+                rec = next(records, None)
+                counts["ns:read"] += clock() - t
+                if rec is None:
+                    break
+                counts["html"] += 1
+                if self.chain and (reason := self.chain.check_url(rec.url, counts)):
+                    self._exclude(excluded, rec.url, rec.record_id, None, reason)
+                    continue
+                t = clock()
+                text, reason = self.extractor(rec)
+                counts["ns:extract"] += clock() - t
+                if text is None:
+                    counts[f"drop:extract:{reason}"] += 1
+                    self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
+                    continue
+                doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
+                               metadata={"charset": rec.charset})
+                if self.chain and (reason := self.chain(doc, counts)):
+                    self._exclude(excluded, doc.url, doc.record_id, doc, reason)
+                    continue
+                try:
+                    t = clock()
+                    digest = content_hash(doc.text)
+                    t_hashed = clock()
+                    sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
+                except Exception:  # one document that breaks hashing is one dropped document, never the WARC
+                    counts["drop:error:hash"] += 1
+                    self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
+                    continue
+                counts["ns:hash"] += t_hashed - t
+                hashes.append(digest)
+                if sig is not None:
+                    counts["ns:minhash"] += clock() - t_hashed
+                    sigs.append(sig)
+                counts["kept"] += 1
+                docs.append(doc)
+            bytes_read = stream.tell()
+        if self.exclusions.enabled and excluded:
+            self._write_exclusions(ordinal, excluded)
+        return WarcResult(
+            ordinal=ordinal,
+            url=url,
+            docs=docs,
+            content_hashes=np.array(hashes, dtype=np.uint64),
+            signatures=self._stack(sigs),
+            counts=counts,
+            bytes_read=bytes_read,
+            seconds=time.perf_counter() - t0,
+        )
+
+    def _stack(self, sigs: list[np.ndarray]) -> np.ndarray | None:
+        if self.minhasher is None:
+            return None
+        return np.stack(sigs) if sigs else np.empty((0, self.minhasher.num_perm), np.uint32)
+
+    def _exclude(self, out: list[dict], url: str, record_id: str, doc: Document | None, reason: str) -> None:
+        """Keep a sampled record of a dropped document (sampling is by record id: deterministic)."""
+        if not self.exclusions.enabled:
+            return
+        h = hashlib.blake2b(record_id.encode(), digest_size=8).digest()
+        if int.from_bytes(h, "little") / 2**64 >= self.exclusions.sample_rate:
+            return
+        row: dict = {"url": url, "record_id": record_id, "reason": reason}
+        if doc is not None:
+            row["text"] = doc.text
+            row["metadata"] = doc.metadata
+        out.append(row)
+
+    def _write_exclusions(self, ordinal: int, rows: list[dict]) -> None:
+        write_jsonl_zst(self.storage, self.cfg.output.path, EXCLUSIONS_DIR, ordinal, rows)

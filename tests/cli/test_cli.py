@@ -1,0 +1,85 @@
+"""The faces: `raycorpus demo` and `raycorpus run configs/demo.yaml`, as a user runs them."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+from tests.support.corpus import shard_digests
+from tests.support.paths import REPO
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "raycorpus.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, check=False)
+
+
+def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
+    (tmp_path / "configs").mkdir()
+    shutil.copy(REPO / "configs" / "demo.yaml", tmp_path / "configs" / "demo.yaml")
+    demo = tmp_path / "raycorpus-demo"
+    r = cli("demo", "--dir", str(demo), "--progress", "off")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout
+    assert "sample crawl: 4 WARC files" in out
+    assert "4 committed, 0 failed" in out and "documents" in out and "kept" in out
+    assert "skipped" in out and "not_html" in out  # the funnel shows what was left out and why
+    assert f"shards: {demo / 'corpus' / 'shards'}" in out
+    assert len(list((demo / "corpus" / "shards").glob("*.tokens"))) >= 2
+
+    r = cli("run", str(tmp_path / "configs" / "demo.yaml"), "--progress", "off")
+    assert r.returncode == 0, r.stderr[-3000:]
+    # same input, tokenizer and shard size through the other entry point: the same bytes
+    assert shard_digests(demo / "corpus-from-config") == shard_digests(demo / "corpus")
+
+    r = cli("summary", str(demo / "corpus"))
+    assert r.returncode == 0 and "4 committed" in r.stdout
+
+    # the benchmark, as a smoke run (figures are printed, not asserted: timings here are noisy)
+    r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "2", "--repeats", "1", "--copies", "1",
+            "--save", str(tmp_path / "bench.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "bare bound" in r.stdout and "efficiency" in r.stdout and "scaling 1 -> 2 workers" in r.stdout
+    b = json.loads((tmp_path / "bench.json").read_text())
+    chain = b["chain"]
+    assert chain["docs_in"] > 0 and {"extract", "minhash", "dedup", "tokenize"} <= set(chain["ms_per_doc"])
+    assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed"}
+    assert set(b["pipeline"]) == {"1", "2"} and all(p["docs_in"] == chain["docs_in"] for p in b["pipeline"].values())
+    assert b["pipeline"]["2"]["peak_rss_mb"]["workers"] > 0
+
+    r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
+    assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout
+
+
+def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    r = cli("demo", "--dir", str(tmp_path))
+    assert r.returncode == 2 and "not made by `raycorpus demo`" in r.stderr
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_run_without_the_sample_explains(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("input: {manifest: nowhere/warc.paths}\noutput: {path: out}\n"
+                   "tokenizer: {path: tok.json, train: {vocab_size: 300}}\n")
+    r = cli("run", str(cfg))
+    assert r.returncode == 2 and "nowhere/warc.paths" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_prints_extraction_and_langid_tables():
+    from tests.support.paths import SHARED, need_shared
+
+    need_shared(SHARED / "data" / "extraction" / "trafilatura-eval")
+    r = cli("eval", "--repeats", "1", "--extraction", str(SHARED / "data" / "extraction"),
+            "--langid", str(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"),
+            "--decontam", str(SHARED / "data" / "decontam"), "--decontam-every", "20")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {tuple(line.split()[:2]): line.split() for line in r.stdout.splitlines() if line.split()}
+    shipped, bare = rows[("trafilatura-eval", "shipped")], rows[("trafilatura-eval", "resiliparse")]
+    assert float(shipped[4]) >= float(bare[4])  # F1 column: the shipped stage never scores below bare resiliparse
+    lang = [line for line in r.stdout.splitlines() if line.startswith("langid")]
+    assert len(lang) == 2 and lang[0].split("accuracy")[1].split()[0] == lang[1].split("accuracy")[1].split()[0]
+    assert "decontam:" in r.stdout and " 0 false positives" in r.stdout
+    assert [line.split()[0] for line in r.stdout.splitlines() if "verbatim" in line] == [
+        "gsm8k", "humaneval", "mmlu", "mtbench"]

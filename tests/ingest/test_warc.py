@@ -1,0 +1,83 @@
+"""WARC reading and charset decoding, on the real samples in ../shared/data/warc."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from raycorpus.ingest.warc import decode_html, iter_html_records
+from tests.support.paths import SHARED_WARC, need_shared
+
+CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def read(rel: str) -> tuple[list, Counter]:
+    counts: Counter = Counter()
+    with open(need_shared(SHARED_WARC / rel), "rb") as f:
+        return list(iter_html_records(f, counts, 8 << 20)), counts
+
+
+def test_record_counts_match_warcio_on_every_real_warc():
+    stats = json.loads(need_shared(SHARED_WARC / "EXPECTED_warcio_stats.json").read_text())
+    checked = 0
+    for rel, exp in stats.items():
+        if exp["err"] or ".arc" in rel:  # broken files belong to the reliability tests; ARC is not WARC
+            continue
+        recs, counts = read(rel)
+        assert counts["records"] == exp["records"], rel
+        assert counts["responses"] == exp["types"].get("response", 0), rel
+        # every HTML response is either kept or skipped because its status is not 200
+        assert len(recs) <= exp["html_responses"] <= len(recs) + counts["skip:not_200"], rel
+        checked += 1
+    assert checked >= 30
+
+
+def test_clueweb_euc_jp_decodes_to_japanese():
+    recs, _ = read("resiliparse/tests/data/clueweb-quirk.warc.gz")  # WARC/0.18, malformed headers
+    assert len(recs) == 29
+    for r in recs:
+        assert r.charset == "euc_jp"
+        assert "\ufffd" not in r.html
+        assert len(CJK.findall(r.html)) > 300
+
+
+def test_common_crawl_excerpt_charsets():
+    recs, _ = read("resiliparse/tests/data/warcfile.warc.gz")
+    assert len(recs) == 16
+    by = Counter(r.charset for r in recs)
+    assert by["utf-8"] >= 5 and by["gbk"] >= 3 and by["cp1252"] == 2  # iso-8859-1 labels read as cp1252
+    assert sum("\ufffd" in r.html for r in recs) == 0
+    assert any(r.charset == "cp1251" and len(CYRILLIC.findall(r.html)) > 100 for r in recs)
+    assert {r.charset_source for r in recs} >= {"http", "meta"}
+
+
+def test_cc_record_fields():
+    (r,), _ = read("whirlwind/whirlwind.warc.gz")
+    assert r.url == "https://an.wikipedia.org/wiki/Escopete"
+    assert r.record_id.startswith("<urn:uuid:") and r.date.startswith("2024-05")
+    assert "Escopete" in r.html
+
+
+def test_chunked_payload_is_dechunked():
+    (r,), _ = read("warcio/test/data/example-iana.org-chunked.warc")
+    assert r.html.lstrip().lower().startswith("<!doctype html")
+
+
+@pytest.mark.parametrize(
+    "body, http, expected, source",
+    [
+        ("<p>Grüße aus München — ça va? 東京</p>".encode(), None, "utf-8", "utf-8"),  # no declaration at all
+        ("<p>Grüße aus München</p>".encode("cp1252"), "utf-8", "cp1252", "detected"),  # HTTP header lies
+        (b'<meta charset="koi8-r"><p>' + "Привет, мир".encode("koi8-r"), None, "koi8-r", "meta"),
+        ("<p>สวัสดีครับ ยินดีต้อนรับ</p>".encode(), None, "utf-8", "utf-8"),  # Thai UTF-8: not iso8859-11
+        (b"<p>caf\xe9</p>", "ISO-8859-1", "cp1252", "http"),
+        (b"<p>x</p>", "no-such-charset", "utf-8", "utf-8"),
+        (b'<meta charset="utf-16"><p>plain ascii</p>', None, "utf-8", "meta"),
+    ],
+)
+def test_decode_order(body, http, expected, source):
+    text, enc, src = decode_html(body, http)
+    assert (enc, src) == (expected, source)
+    assert "\ufffd" not in text

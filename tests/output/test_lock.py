@@ -1,0 +1,51 @@
+"""One writer per output: the lease in lock.json, its staleness rules, and fencing of checkpoints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.commit import CorpusWriter
+from raycorpus.output.lock import LOCK_FILE, OutputLock, OutputLocked
+
+META = {"tokenizer": "t", "tokenizer_sha256": "0" * 64, "vocab_size": 100, "dtype": "<u2", "eos_id": 0}
+
+
+def test_a_second_run_is_refused_while_the_first_holds_the_lease(tmp_path):
+    first = OutputLock(Storage(), str(tmp_path))
+    first.acquire()
+    with pytest.raises(OutputLocked, match=rf"being written by run {first.run_id}.*delete .*{LOCK_FILE}"):
+        OutputLock(Storage(), str(tmp_path)).acquire()
+    first.refresh()
+    first.release()
+    assert not (tmp_path / LOCK_FILE).exists()
+    OutputLock(Storage(), str(tmp_path)).acquire()  # free again
+
+
+def test_a_stale_lease_is_taken_over_and_fences_the_old_writer(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    old = OutputLock(Storage(), str(tmp_path))
+    old.acquire()
+    held = json.loads((tmp_path / LOCK_FILE).read_text())
+    (tmp_path / LOCK_FILE).write_text(json.dumps({**held, "pid": int(dead.stdout)}))  # its process is gone
+    new = OutputLock(Storage(), str(tmp_path))
+    new.acquire()
+    with pytest.raises(OutputLocked, match="lost the lease"):
+        old.check()
+    # the old run's packer cannot checkpoint any more
+    writer = CorpusWriter(Storage(), str(tmp_path), 1000, META, 3600, fence=old.check)
+    writer.commit(0, "w0", {"counts": {}, "bytes_read": 0, "seconds": 0}, np.array([5, 0], np.uint16),
+                  np.array([2], np.uint64))
+    with pytest.raises(OutputLocked):
+        writer.checkpoint()
+    assert not (tmp_path / "ledger").exists()
+    # an expired heartbeat is stale too
+    held = json.loads((tmp_path / LOCK_FILE).read_text())
+    (tmp_path / LOCK_FILE).write_text(json.dumps({**held, "heartbeat": time.time() - 1000}))
+    OutputLock(Storage(), str(tmp_path)).acquire()

@@ -1,0 +1,66 @@
+"""Shared helpers for end-to-end tests: a sample crawl, a trained tokenizer, configs, digests."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from raycorpus.config import Config, config_from_dict
+from raycorpus.demo.sample import write_sample_crawl
+from raycorpus.process.prepare import train_tokenizer_from_input
+
+
+def make_crawl(root: Path, n_warcs: int = 8, pages: int = 40, seed: int = 1):
+    return write_sample_crawl(root, n_warcs=n_warcs, pages_per_warc=pages, seed=seed)
+
+
+def make_config(manifest: str, out: str, tokenizer: str, **sections) -> Config:
+    raw = {
+        "input": {"manifest": manifest},
+        "output": {"path": out, "shard_size_tokens": 5000},
+        "tokenizer": {"path": tokenizer},
+        "warc": {"retry_backoff_seconds": 0.1},
+        "run": {"checkpoint_interval_seconds": 0, "progress": "off"},
+    }
+    for section, values in sections.items():
+        raw.setdefault(section, {}).update(values)
+    return config_from_dict(raw)
+
+
+def make_tokenizer(crawl, path: Path) -> str:
+    cfg = make_config(str(crawl.manifest_path), str(path.parent / "unused"), str(path))
+    return train_tokenizer_from_input(cfg, str(path), vocab_size=1024, sample_docs=500)
+
+
+def shard_digests(out: Path) -> dict[str, str]:
+    """sha256 of every file under shards/ (the byte-identity the invariants talk about)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "shards").iterdir())}
+
+
+def run(cfg: Config) -> dict:
+    """Build in this process (joining the test cluster) and return the summary."""
+    from raycorpus.process.prepare import prepare_tokenizer
+    from raycorpus.runtime.driver import run_build
+
+    return run_build(cfg, prepare_tokenizer(cfg).meta())
+
+
+def actor_pids(class_name: str) -> list[int]:
+    """PIDs of live actors of ``class_name`` on the test cluster (workers whose raylet runs in its session)."""
+    import ray
+
+    session = ray._private.worker._global_node.get_session_dir_path()
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            title = (d / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace").strip()
+            if title.split(".")[0] != f"ray::{class_name}":
+                continue
+            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if session in Path(f"/proc/{ppid}/cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(d.name))
+        except (OSError, IndexError):
+            continue  # exited while we looked
+    return pids

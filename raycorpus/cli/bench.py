@@ -8,12 +8,17 @@ orchestration overhead (the *bare bound*).
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
-from raycorpus.config import Config
+from raycorpus import counts as ck
+from raycorpus.cli.common import EXIT_OK
+from raycorpus.config import Config, load_config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardPacker
 from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards
@@ -36,18 +41,17 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         for i, url in enumerate(warcs):
             res = proc.process(i, url)
             counts.update(res.counts)
-            counts["bytes_read"] += res.bytes_read
+            counts[ck.BYTES_READ] += res.bytes_read
             kept = res.docs
             if dedup is not None:  # the committer's share: LSH query, verification, insert
                 t = time.perf_counter_ns()
                 decision, _ = dedup.decide(i, res.content_hashes, res.signatures)
                 stage_ns["dedup"] += time.perf_counter_ns() - t
                 kept = [d for d, k in zip(res.docs, decision.keep, strict=True) if k]
-                counts.update({f"drop:dedup:{k}": v for k, v in decision.counts().items() if v})
-                counts["kept"] -= len(res.docs) - len(kept)
+                decision.count_into(counts, tag=False)
             docs.extend(kept)
         wall = time.perf_counter() - t0
-        stage_ns.update({k.removeprefix("ns:"): v for k, v in counts.items() if k.startswith("ns:")})
+        stage_ns.update({k.name: v for k, v in ck.of_kind(counts, ck.Kind.TIME).items()})
         t = time.perf_counter_ns()
         tokens, lengths = encoder.encode([d.text for d in docs])
         stage_ns["tokenize"] = time.perf_counter_ns() - t
@@ -60,23 +64,23 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         stage_ns["chain_wall"] = int(wall * 1e9)
         if r:
             runs.append({k: float(v) for k, v in stage_ns.items()})
-    docs_in = max(1, counts["html"])
+    docs_in = max(1, counts[ck.HTML])
     median_ns = {k: statistics.median(run.get(k, 0.0) for run in runs) for k in runs[0]}
     per_doc_ms = {k: v / docs_in / 1e6 for k, v in median_ns.items() if k != "chain_wall"}
     total_ms = sum(per_doc_ms.values())
     return {
         "warcs": len(warcs),
         "repeats": repeats,
-        "records": counts["records"],
-        "docs_in": counts["html"],
-        "docs_kept": counts["kept"],
+        "records": counts[ck.RECORDS],
+        "docs_in": counts[ck.HTML],
+        "docs_kept": counts[ck.KEPT],
         "tokens": len(tokens),
-        "bytes_read": counts["bytes_read"],
+        "bytes_read": counts[ck.BYTES_READ],
         "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},
         "ms_per_doc_total": round(total_ms, 4),
         "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,
         "chain_wall_seconds": round(median_ns["chain_wall"] / 1e9, 3),
-        "drops": {k.removeprefix("drop:"): v for k, v in sorted(counts.items()) if k.startswith("drop:")},
+        "drops": {k.label: v for k, v in ck.of_kind(counts, ck.Kind.DROP).items()},
     }
 
 
@@ -121,3 +125,35 @@ def format_bench(b: dict, formats: dict | None = None) -> str:
         lines.append(f"format writers ({f['tokens']:,}-token shard, one core, local disk): " + ", ".join(
             f"{k} {v:,.0f} M tokens/s" for k, v in f["million_tokens_per_second"].items()))
     return "\n".join(lines)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import itertools
+
+    from raycorpus.ingest.manifest import iter_manifest
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.process.prepare import prepare_tokenizer
+
+    cfg = load_config(args.config)
+    token_meta = prepare_tokenizer(cfg).meta()
+    warcs = args.warc or list(itertools.islice(
+        iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
+    workers = [int(w) for w in args.workers.split(",") if w]
+    if args.no_pipeline or not workers:
+        result = {"chain": bench_chain(cfg, warcs, repeats=args.repeats)}
+    else:
+        from raycorpus.cli.bench_pipeline import bench_all
+
+        result = bench_all(cfg, warcs, token_meta, copies=args.copies, workers=tuple(workers), repeats=args.repeats)
+    result["formats"] = bench_formats(repeats=args.repeats)
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(format_bench(result["chain"], result["formats"]))
+        if "pipeline" in result:
+            from raycorpus.cli.bench_pipeline import format_pipeline
+
+            print(format_pipeline(result))
+    return EXIT_OK

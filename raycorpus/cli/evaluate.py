@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import re
@@ -23,6 +24,8 @@ from typing import Any
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
+from raycorpus.config import load_config
 from raycorpus.ingest.warc import HtmlRecord, decode_html
 from raycorpus.process.extract import ExtractConfig, Extractor
 
@@ -386,3 +389,37 @@ def eval_decontam(decontam_dir: str | Path, clean_texts: Sequence[str], *, seed:
             "other_benchmark_named": wrong,
         }
     return results
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from raycorpus.process.filters import langid
+    from raycorpus.process.filters.resources import fasttext_predict, load_fasttext
+
+    cfg = load_config(args.config).extract if args.config else None
+    results: dict = {}
+    if Path(args.extraction).is_dir():
+        results.update(evaluate_extraction(args.extraction, cfg, repeats=args.repeats,
+                                                    trafilatura=args.trafilatura))
+    else:
+        err(f"no extraction test sets at {args.extraction} (--extraction DIR); skipping extraction")
+    if Path(args.langid).is_file():
+        bare_model = load_fasttext(langid.DEFAULT_MODEL)
+
+        def bare(texts):  # fastText as it comes: one line per text, top label
+            return [(fasttext_predict(bare_model, t.replace("\n", " "))[0]) for t in texts]
+
+        results["langid/shipped"] = eval_langid(args.langid, langid.predict)
+        results["langid/bare-fasttext"] = eval_langid(args.langid, bare)
+    else:
+        err(f"no language ID test set at {args.langid} (--langid FILE); skipping language ID")
+    if Path(args.decontam).is_dir() and Path(args.extraction).is_dir():
+        from raycorpus.process.dedup.benchmark import load_texts
+
+        pages = load_texts(Path(args.extraction) / "trafilatura-eval")
+        results["decontam"] = eval_decontam(args.decontam, pages, every=args.decontam_every)
+    else:
+        err(f"no benchmark sets at {args.decontam} (--decontam DIR); skipping decontamination")
+    if not results:
+        return EXIT_USAGE
+    print(json.dumps(results, indent=1) if args.json else format_eval(results))
+    return EXIT_OK

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import numpy as np
 
+from raycorpus.cli.common import EXIT_OK
 from raycorpus.output.shards import shard_name
 
 
@@ -64,3 +66,10 @@ def inspect_row(output: str, shard: int = 0, row: int = 0, tokenizer: str | None
                  f"{len(tokens) - 1} input positions (varlen offsets: "
                  f"{[a for _, a, _ in row_segments(doc_ids)] + [len(tokens) - 1]})")
     return "\n".join(lines)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+
+    print(inspect_row(args.output, args.shard, args.row, tokenizer=args.tokenizer, ctx_len=args.ctx_len,
+                      width=args.width))
+    return EXIT_OK

@@ -15,7 +15,12 @@ indexed document (tables + signature store) / shards; output = tokens x bytes pe
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+from pathlib import Path
+
+from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
 TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
 STORE_BYTES_PER_DOC = 456  # id + 112 x uint32 signature (8 with verify off)
@@ -105,3 +110,23 @@ def format_plan(p: dict) -> str:
                      f"{p['workers']} workers, measured {c['measured_seconds_per_warc']} (ratio {c['ratio']})")
     lines += [f"WARNING       {x}" for x in p["warnings"]]
     return "\n".join(lines)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from raycorpus.ingest.manifest import count_manifest
+    from raycorpus.ingest.storage import Storage
+
+    try:
+        bench = json.loads(Path(args.bench).read_text())
+        bench["chain"]["ms_per_doc_total"]
+    except (OSError, ValueError, KeyError, TypeError):
+        err(f"{args.bench}: not a `raycorpus bench --save` JSON")
+        return EXIT_USAGE
+    warcs = args.warcs or (count_manifest(args.manifest, None, Storage()) if args.manifest else 0)
+    if not warcs:
+        err("give --manifest (a warc.paths[.gz]) or --warcs N")
+        return EXIT_USAGE
+    p = plan(bench, warcs=warcs, workers=args.workers, shards=args.shards, warc_bytes=args.warc_bytes,
+             efficiency=args.efficiency, extra_formats=args.extra_formats)
+    print(json.dumps(p, indent=1) if args.json else format_plan(p))
+    return EXIT_OK

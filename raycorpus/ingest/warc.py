@@ -26,6 +26,7 @@ from typing import BinaryIO
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 
+from raycorpus import counts as ck
 from raycorpus.ingest.storage import StorageError
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -174,10 +175,10 @@ def iter_html_records(
     try:
         for rec in it:
             records += 1
-            counts["records"] += 1
+            counts[ck.RECORDS] += 1
             if rec.record_type != WarcRecordType.response:
                 continue
-            counts["responses"] += 1
+            counts[ck.RESPONSES] += 1
             html = _read_html(rec, counts, max_record_bytes, quirks_mode)
             if html is not None:
                 yield html
@@ -202,43 +203,43 @@ def _position(stream: BinaryIO) -> int | str:
 def _read_html(rec: WarcRecord, counts: Counter, max_record_bytes: int, quirks_mode: bool) -> HtmlRecord | None:
     """One response record as an :class:`HtmlRecord`, or None with the skip reason counted."""
     if not rec.is_http:
-        counts["skip:not_http"] += 1
+        counts[ck.skip("not_http")] += 1
         return None
     try:
         rec.parse_http(quirks_mode=quirks_mode)
     except OSError:  # HTTP headers over fastwarc's limit or unparseable
-        counts["skip:bad_http"] += 1
+        counts[ck.skip("bad_http")] += 1
         return None
     hh = rec.http_headers
     if hh is None or hh.status_code != 200:  # no status line at all counts here too
-        counts["skip:not_200"] += 1
+        counts[ck.skip("not_200")] += 1
         return None
     if rec.content_length > max_record_bytes + 65536:
-        counts["skip:too_large"] += 1  # not read: fastwarc skips the rest of the record as it streams on
+        counts[ck.skip("too_large")] += 1  # not read: fastwarc skips the rest of the record as it streams on
         return None
     body = rec.reader.read(max_record_bytes + 1)
     if len(body) > max_record_bytes:
-        counts["skip:too_large"] += 1
+        counts[ck.skip("too_large")] += 1
         return None
     if (hh.get("Transfer-Encoding") or "").lower() == "chunked":
         body = _dechunk(body)
     if hh.get("Content-Encoding"):
         decoded = _decompress(body, hh.get("Content-Encoding"), max_record_bytes)
         if decoded is None:
-            counts["skip:bad_content_encoding"] += 1
+            counts[ck.skip("bad_content_encoding")] += 1
             return None
         if len(decoded) > max_record_bytes:
-            counts["skip:too_large"] += 1
+            counts[ck.skip("too_large")] += 1
             return None
         body = decoded
     if not _is_html(rec.http_content_type, body):
-        counts["skip:not_html"] += 1
+        counts[ck.skip("not_html")] += 1
         return None
     html, enc, source = decode_html(body, rec.http_charset)
     if looks_binary(html):
-        counts["skip:binary"] += 1
+        counts[ck.skip("binary")] += 1
         return None
-    counts[f"charset:{source}"] += 1
+    counts[ck.charset(source)] += 1
     return HtmlRecord(
         url=rec.headers.get("WARC-Target-URI", "").strip().removeprefix("<").removesuffix(">"),
         record_id=rec.record_id or "",

@@ -14,9 +14,11 @@ from collections import Counter
 
 import numpy as np
 
+from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker
+from raycorpus.process.results import WarcSummary
 
 # Test-only fault injection, read once; nothing below costs anything when it is unset.
 # RAYCORPUS_FAULT=<point>:<arg> takes the whole run down (SIGKILL of the driver, then of the
@@ -84,26 +86,25 @@ class CorpusWriter:
         if ordinal != self.state.next_ordinal:
             raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
 
-    def commit(self, ordinal: int, warc: str, summary: dict, tokens: np.ndarray, lengths: np.ndarray,
+    def commit(self, ordinal: int, warc: str, summary: WarcSummary, tokens: np.ndarray, lengths: np.ndarray,
                attempts: int = 1) -> dict:
-        """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary`` is
-        WarcResult.summary() (which also names the url it was read from)."""
+        """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary.url`` where
+        it was read from."""
         self._expect(ordinal)
         placed = self.packer.add(ordinal, warc, tokens, lengths)
-        counts = Counter(summary["counts"])
-        counts["bytes_read"] += summary["bytes_read"]
-        storage = summary.get("storage", {})  # the worker's storage requests retried for this WARC
-        counts["storage_retries"] += storage.get("retries", 0)
-        counts["storage_throttled"] += storage.get("throttled", 0)
-        counts["tokens"] += placed["tokens"]
-        counts["worker_seconds_ms"] += int(summary["seconds"] * 1000)
+        counts = Counter(summary.counts)
+        counts[ck.BYTES_READ] += summary.bytes_read
+        counts[ck.STORAGE_RETRIES] += summary.storage.retries  # the worker's storage requests retried for it
+        counts[ck.STORAGE_THROTTLED] += summary.storage.throttled
+        counts[ck.TOKENS] += placed["tokens"]
+        counts[ck.WORKER_MS] += int(summary.seconds * 1000)
         self.state.totals.update(counts)
         self.state.committed += 1
         self._entries.append({
-            "ordinal": ordinal, "warc": warc, "url": summary.get("url", warc), "status": "committed",
+            "ordinal": ordinal, "warc": warc, "url": summary.url, "status": "committed",
             "attempts": attempts,
             "docs": placed["docs"], "tokens": placed["tokens"],
-            "first": placed["first"], "end": placed["end"], "counts": dict(sorted(summary["counts"].items())),
+            "first": placed["first"], "end": placed["end"], "counts": ck.to_json(summary.counts),
         })
         return self._advance()
 
@@ -112,7 +113,7 @@ class CorpusWriter:
         self._expect(ordinal)
         entry = {"ordinal": ordinal, "warc": warc, "status": "failed", "attempts": attempts, "error": error}
         self.state.failed.append(entry)
-        self.state.totals["warcs_failed"] += 1
+        self.state.totals[ck.WARCS_FAILED] += 1
         self._entries.append(entry)
         return self._advance()
 

@@ -18,6 +18,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from raycorpus import counts as ck
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.shards import PackerState, canonical_json
 
@@ -34,7 +35,7 @@ class LedgerState:
     seq: int = 0  # number of checkpoints written
     next_ordinal: int = 0
     packer: PackerState = field(default_factory=PackerState)
-    totals: Counter = field(default_factory=Counter)  # summed per-WARC counters
+    totals: Counter = field(default_factory=Counter)  # Counter[counts.Key]: summed per-WARC counters
     committed: int = 0
     failed: list[dict] = field(default_factory=list)
     complete: bool = False
@@ -77,7 +78,7 @@ class Ledger:
             seq=last["seq"],
             next_ordinal=last["next_ordinal"],
             packer=PackerState.from_json(last["packer"]),
-            totals=Counter(last["totals"]),
+            totals=ck.from_json(last["totals"]),
             committed=last["committed"],
             failed=last["failed"],
             complete=last.get("complete", False),
@@ -91,7 +92,7 @@ class Ledger:
             "committed": state.committed,
             "complete": state.complete,
             "packer": state.packer.to_json(),
-            "totals": dict(sorted(state.totals.items())),
+            "totals": ck.to_json(state.totals),
             "failed": state.failed,
             "warcs": entries,
         }

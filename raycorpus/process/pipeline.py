@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
+from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import iter_html_records
@@ -24,30 +24,9 @@ from raycorpus.process.dedup.minhash import MinHasher, normalize
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
+from raycorpus.process.results import WarcResult
 
-
-@dataclass(slots=True)
-class WarcResult:
-    """Everything one WARC contributes, in record order."""
-
-    ordinal: int
-    url: str
-    docs: list[Document]
-    content_hashes: np.ndarray  # uint64, one per doc: normalised-text hash for exact dedup
-    signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash (low 32 bits), if near dedup is on
-    counts: Counter  # stage counters and drop reasons
-    bytes_read: int
-    seconds: float
-
-    def summary(self) -> dict:
-        return {
-            "ordinal": self.ordinal,
-            "url": self.url,
-            "docs": len(self.docs),
-            "bytes_read": self.bytes_read,
-            "seconds": round(self.seconds, 4),
-            "counts": dict(self.counts),
-        }
+READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS = (ck.time_in(s) for s in ("read", "extract", "hash", "minhash"))
 
 
 def content_hash(text: str) -> int:
@@ -83,18 +62,18 @@ class WarcProcessor:
             while True:
                 t = clock()
                 rec = next(records, None)
-                counts["ns:read"] += clock() - t
+                counts[READ_NS] += clock() - t
                 if rec is None:
                     break
-                counts["html"] += 1
+                counts[ck.HTML] += 1
                 if self.chain and (reason := self.chain.check_url(rec.url, counts)):
                     self._exclude(excluded, rec.url, rec.record_id, None, reason)
                     continue
                 t = clock()
                 text, reason = self.extractor(rec)
-                counts["ns:extract"] += clock() - t
+                counts[EXTRACT_NS] += clock() - t
                 if text is None:
-                    counts[f"drop:extract:{reason}"] += 1
+                    counts[ck.drop("extract", reason)] += 1
                     self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
                     continue
                 doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
@@ -108,15 +87,15 @@ class WarcProcessor:
                     t_hashed = clock()
                     sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
                 except Exception:  # one document that breaks hashing is one dropped document, never the WARC
-                    counts["drop:error:hash"] += 1
+                    counts[ck.drop("error", "hash")] += 1
                     self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
                     continue
-                counts["ns:hash"] += t_hashed - t
+                counts[HASH_NS] += t_hashed - t
                 hashes.append(digest)
                 if sig is not None:
-                    counts["ns:minhash"] += clock() - t_hashed
+                    counts[MINHASH_NS] += clock() - t_hashed
                     sigs.append(sig)
-                counts["kept"] += 1
+                counts[ck.KEPT] += 1
                 docs.append(doc)
             bytes_read = stream.tell()
         if self.exclusions.enabled and excluded:

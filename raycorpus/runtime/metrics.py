@@ -16,6 +16,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from raycorpus import counts as ck
+from raycorpus.process.results import WarcSummary
+
 log = logging.getLogger(__name__)
 
 PREFIX = "ray_"  # what Ray adds on export
@@ -117,24 +120,22 @@ class Metrics:
 
     # ---------------------------------------------------------------- what the runtime records
 
-    def warc_processed(self, counts: dict, seconds: float, storage_retries: int = 0) -> None:
+    def warc_processed(self, summary: WarcSummary) -> None:
         """Worker side, once per WARC: its processing time, per-stage CPU seconds, storage retries."""
-        self.observe("raycorpus_warc_seconds", seconds)
-        self.inc("raycorpus_storage_retries_total", storage_retries)
-        for key, ns in counts.items():
-            if key.startswith("ns:"):
-                self.observe("raycorpus_stage_seconds", ns / 1e9, stage=key[3:])
+        self.observe("raycorpus_warc_seconds", summary.seconds)
+        self.inc("raycorpus_storage_retries_total", summary.storage.retries)
+        for key, ns in ck.of_kind(summary.counts, ck.Kind.TIME).items():
+            self.observe("raycorpus_stage_seconds", ns / 1e9, stage=key.name)
 
-    def warc_committed(self, summary: dict) -> None:
+    def warc_committed(self, summary: WarcSummary) -> None:
         """Driver side, once per committed WARC (in manifest order), from its summary counts."""
-        counts = summary.get("counts", {})
-        self.inc("raycorpus_docs_in_total", counts.get("html", 0))
-        self.inc("raycorpus_docs_kept_total", counts.get("kept", 0))
-        self.inc("raycorpus_bytes_read_total", summary.get("bytes_read", 0))
-        for key, n in counts.items():
-            if key.startswith("drop:"):
-                stage, _, reason = key[5:].partition(":")
-                self.inc("raycorpus_docs_dropped_total", n, stage=stage, reason=reason or stage)
-        if "dedup_indexed" in counts:  # filter mode: kept + dedup drops; tag mode: every kept document
-            dups = sum(n for k, n in counts.items() if k.startswith("drop:dedup:"))
-            self.inc("raycorpus_dedup_checked_total", counts.get("kept", 0) + dups)
+        counts = summary.counts
+        self.inc("raycorpus_docs_in_total", counts[ck.HTML])
+        self.inc("raycorpus_docs_kept_total", counts[ck.KEPT])
+        self.inc("raycorpus_bytes_read_total", summary.bytes_read)
+        drops = ck.of_kind(counts, ck.Kind.DROP)
+        for key, n in drops.items():
+            self.inc("raycorpus_docs_dropped_total", n, stage=key.name, reason=key.reason or key.name)
+        if ck.DEDUP_INDEXED in counts:  # filter mode: kept + dedup drops; tag mode: every kept document
+            dups = sum(n for k, n in drops.items() if k.name == "dedup")
+            self.inc("raycorpus_dedup_checked_total", counts[ck.KEPT] + dups)

@@ -22,12 +22,14 @@ committed WARCs alone (:meth:`LshShard.load`).
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from raycorpus import counts as ck
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.settings import DedupConfig
@@ -246,6 +248,15 @@ class Decision:
 
     def counts(self) -> dict[str, int]:
         return {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+
+    def count_into(self, counts: Counter, tag: bool) -> None:
+        """Add this decision to a WARC's counters: duplicates dropped (or tagged), documents indexed."""
+        for kind, n in self.counts().items():
+            if n:
+                counts[ck.Key(ck.Kind.TAG if tag else ck.Kind.DROP, "dedup", kind)] += n
+                if not tag:
+                    counts[ck.KEPT] -= n
+        counts[ck.DEDUP_INDEXED] += self.indexed
 
 
 class Deduplicator:

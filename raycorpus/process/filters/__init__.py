@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from raycorpus import counts as ck
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import FilterResult, TextView
 from raycorpus.process.filters.settings import FiltersConfig
@@ -55,12 +56,12 @@ class Chain:
             reason = "error"
         if not reason:
             return None
-        full = f"url:{reason}" if reason != "error" else "error:url"
+        stage, reason = ("error", "url") if reason == "error" else ("url", reason)
         if self.tag:
-            counts[f"tag:{full}"] += 1
+            counts[ck.tag(stage, reason)] += 1
             return None
-        counts[f"drop:{full}"] += 1
-        return full
+        counts[ck.drop(stage, reason)] += 1
+        return f"{stage}:{reason}"
 
     def __call__(self, doc: Document, counts: Counter) -> str | None:
         """Run the document stages; return the drop reason (filter mode) or None (kept)."""
@@ -74,19 +75,19 @@ class Chain:
                 res = stage(doc, view)
             except Exception:  # never a failed WARC: a per-document drop, counted
                 res = FilterResult(reason="error")
-            counts[f"ns:{stage.name}"] += time.perf_counter_ns() - t0
+            counts[ck.time_in(stage.name)] += time.perf_counter_ns() - t0
             if res.text is not None and res.text != doc.text:
                 doc.text = res.text
                 view = TextView(res.text)
             if self.tag:
                 doc.metadata.update(res.signals)
             if res.reason:
-                full = f"error:{stage.name}" if res.reason == "error" else f"{stage.name}:{res.reason}"
+                key = ck.Key(ck.Kind.TAG if self.tag else ck.Kind.DROP,
+                             *(("error", stage.name) if res.reason == "error" else (stage.name, res.reason)))
+                counts[key] += 1
                 if not self.tag:
-                    counts[f"drop:{full}"] += 1
-                    return full
-                counts[f"tag:{full}"] += 1
-                would_drop.append(full)
+                    return key.label
+                would_drop.append(key.label)
         if self.tag:
             doc.metadata["would_drop"] = would_drop
         return None

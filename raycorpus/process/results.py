@@ -1,0 +1,62 @@
+"""What one WARC gives, as typed values passed between the layers (worker -> driver -> writer)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from raycorpus.process.document import Document
+
+
+@dataclass(slots=True)
+class WarcResult:
+    """Everything one WARC contributes, in record order (what a worker computes)."""
+
+    ordinal: int
+    url: str
+    docs: list[Document]
+    content_hashes: np.ndarray  # uint64, one per doc: normalised-text hash for exact dedup
+    signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash (low 32 bits), if near dedup is on
+    counts: Counter  # Counter[counts.Key]: stage counters and drop reasons
+    bytes_read: int
+    seconds: float
+
+    def summary(self) -> WarcSummary:
+        return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),
+                           Counter(self.counts))
+
+    def dedup_payload(self, eligible: np.ndarray | None = None) -> DedupPayload:
+        return DedupPayload(self.content_hashes, self.signatures, eligible)
+
+
+@dataclass(slots=True)
+class StorageUse:
+    """Storage requests a worker retried while reading one WARC (throttled: after SlowDown / 503 / 429)."""
+
+    retries: int = 0
+    throttled: int = 0
+
+
+@dataclass(slots=True)
+class WarcSummary:
+    """A processed WARC's numbers: what the driver orders and the writer puts in the ledger."""
+
+    ordinal: int
+    url: str  # where it was read from
+    docs: int  # documents that passed the filters
+    bytes_read: int
+    seconds: float  # the worker's wall time on it
+    counts: Counter  # Counter[counts.Key]
+    storage: StorageUse = field(default_factory=StorageUse)
+    node: str = ""  # the Ray node it ran on (the run summary counts WARCs per node)
+
+
+@dataclass(slots=True)
+class DedupPayload:
+    """A WARC's dedup keys, one row per document that passed the filters."""
+
+    hashes: np.ndarray  # uint64 content hashes
+    signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash, None without near dedup
+    eligible: np.ndarray | None = None  # tag mode: the documents filter mode would keep (only they take part)

@@ -7,10 +7,9 @@ that names them, and a checkpoint is the only thing that marks a WARC committed.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,45 +19,20 @@ from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker
 from raycorpus.process.results import WarcSummary
 
-# Test-only fault injection, read once; nothing below costs anything when it is unset.
-# RAYCORPUS_FAULT=<point>:<arg> takes the whole run down (SIGKILL of the driver, then of the
-# process that reached the point) exactly there, as a machine loss would:
-#   before_write:<file name>  e.g. ckpt-000000003.json: segments and shards durable, ledger not
-#   after_write:<file name>   e.g. shard-000001.tokens: a shard's tokens written, its .idx/.json not
-#   processed:<ordinal>       a worker has read the WARC, nothing of it is returned or committed
-#   encode:<ordinal>          only the tokenizer actor dies, at the start of the WARC's encode (every time)
-FAULT_ENV = "RAYCORPUS_FAULT"
-FAULT_PID_ENV = "RAYCORPUS_FAULT_PID"  # the driver's pid, set by the driver for the actors
-_FAULT = os.environ.get(FAULT_ENV)
 
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where the writer stands: every WARC below ``next_ordinal`` is committed (or listed as failed),
+    every WARC below ``durable_ordinal`` is in a checkpoint on storage."""
 
-def fault_env() -> dict[str, str]:
-    """Test-only: the environment the driver gives its actors so that they can reach a fault point."""
-    return {FAULT_ENV: _FAULT, FAULT_PID_ENV: str(os.getpid())} if _FAULT else {}
-
-
-def fault_point(point: str, arg: object, whole_run: bool = True) -> None:
-    """Test-only: if RAYCORPUS_FAULT names ``point:arg``, SIGKILL the driver (``whole_run``) and this process."""
-    if _FAULT and f"{point}:{arg}" == _FAULT:
-        if whole_run:
-            os.kill(int(os.environ[FAULT_PID_ENV]), signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-class _FaultyStorage:
-    """Test-only: the packer's storage with the before_write / after_write fault points."""
-
-    def __init__(self, storage: Storage):
-        self._storage = storage
-
-    def __getattr__(self, name: str):
-        return getattr(self._storage, name)
-
-    def write_atomic(self, url: str, data: bytes) -> None:
-        name = url.rsplit("/", 1)[-1]
-        fault_point("before_write", name)
-        self._storage.write_atomic(url, data)
-        fault_point("after_write", name)
+    next_ordinal: int
+    durable_ordinal: int
+    committed: int
+    failed: int
+    docs: int
+    tokens: int
+    shards: int
+    checkpoints: int
 
 
 class CorpusWriter:
@@ -68,8 +42,6 @@ class CorpusWriter:
         """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
         a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
-        if _FAULT:
-            storage = _FaultyStorage(storage)
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
         self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
@@ -87,7 +59,7 @@ class CorpusWriter:
             raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, tokens: np.ndarray, lengths: np.ndarray,
-               attempts: int = 1) -> dict:
+               attempts: int = 1) -> Position:
         """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary.url`` where
         it was read from."""
         self._expect(ordinal)
@@ -108,7 +80,7 @@ class CorpusWriter:
         })
         return self._advance()
 
-    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> dict:
+    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         """List a WARC as failed (it contributes nothing) and move on."""
         self._expect(ordinal)
         entry = {"ordinal": ordinal, "warc": warc, "status": "failed", "attempts": attempts, "error": error}
@@ -117,13 +89,13 @@ class CorpusWriter:
         self._entries.append(entry)
         return self._advance()
 
-    def _advance(self) -> dict:
+    def _advance(self) -> Position:
         self.state.next_ordinal += 1
         if time.monotonic() - self._last_ckpt >= self.interval:
             self.checkpoint()
         return self.progress()
 
-    def checkpoint(self, complete: bool = False) -> dict:
+    def checkpoint(self, complete: bool = False) -> Position:
         """Make everything committed so far durable: segments first, then the ledger file."""
         if not self._entries and not complete:
             return self.progress()
@@ -139,18 +111,10 @@ class CorpusWriter:
         self.durable_ordinal = self.state.next_ordinal
         return self.progress()
 
-    def finish(self) -> dict:
+    def finish(self) -> Position:
         return self.checkpoint(complete=True)
 
-    def progress(self) -> dict:
+    def progress(self) -> Position:
         p = self.state.packer
-        return {
-            "next_ordinal": self.state.next_ordinal,
-            "durable_ordinal": self.durable_ordinal,
-            "committed": self.state.committed,
-            "failed": len(self.state.failed),
-            "docs": p.docs,
-            "tokens": p.tokens,
-            "shards": p.shards_closed,
-            "checkpoints": self.state.seq,
-        }
+        return Position(self.state.next_ordinal, self.durable_ordinal, self.state.committed, len(self.state.failed),
+                        p.docs, p.tokens, p.shards_closed, self.state.seq)

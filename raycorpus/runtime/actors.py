@@ -7,31 +7,24 @@ import resource
 
 import numpy as np
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage, join_url
-from raycorpus.output.commit import CorpusWriter, fault_point
+from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
 from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
-from raycorpus.process.dedup.output import apply_decision
+from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.results import DedupPayload, StorageUse, WarcSummary
+from raycorpus.runtime import faults
 from raycorpus.runtime.metrics import Metrics
 
 
 def peak_rss_mb() -> float:
     """This process's peak resident set size (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def on_this_node() -> NodeAffinitySchedulingStrategy:
-    """Affinity to the calling process's node. The driver places the commit path's ``num_cpus=0``
-    actors (packer, tokenizers, LSH shards) beside itself, so losing a worker node never takes
-    them down. Hard, not soft: Ray's soft affinity still spreads zero-CPU actors over other nodes,
-    and the driver's node is the one node the run cannot outlive anyway."""
-    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
 
 
 class _Measured:
@@ -52,19 +45,19 @@ class WarcWorker(_Measured):
         return self.node_id
 
     @ray.method(num_returns=3)
-    def process(self, ordinal: int, url: str) -> tuple[dict, list[Document], dict]:
+    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload]:
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url)
-        fault_point("processed", ordinal)  # test-only
+        faults.point("processed", ordinal)
         summary = result.summary()
-        summary["storage"] = {k: v - before.get(k, 0) for k, v in stats.items()}  # this WARC's share
-        summary["node"] = self.node_id  # where it ran (the run summary counts WARCs per node)
-        self.metrics.warc_processed(summary["counts"], summary["seconds"], summary["storage"].get("retries", 0))
-        payload = {"hashes": result.content_hashes, "sigs": result.signatures, "eligible": None}
+        summary.storage = StorageUse(stats["retries"] - before["retries"], stats["throttled"] - before["throttled"])
+        summary.node = self.node_id
+        self.metrics.warc_processed(summary)
+        eligible = None
         if self.processor.chain is not None and self.processor.chain.tag:  # dedup what filter mode would keep
-            payload["eligible"] = np.array([not d.metadata.get("would_drop") for d in result.docs], bool)
-        return summary, result.docs, payload
+            eligible = np.array([not d.metadata.get("would_drop") for d in result.docs], bool)
+        return summary, result.docs, result.dedup_payload(eligible)
 
 
 @ray.remote
@@ -83,14 +76,14 @@ class TokenizerActor(_Measured):
         self.write_parquet = "parquet" in cfg.output.format
         self.tag = cfg.filters.mode == "tag"
 
-    def encode(self, ordinal: int, warc: str, docs: list[Document], dedup: dict | None = None):
+    def encode(self, ordinal: int, warc: str, docs: list[Document], verdict: DedupVerdict | None = None):
         """Everything below is durable before the packer's checkpoint names this WARC."""
-        fault_point("encode", ordinal, whole_run=False)  # test-only
-        if dedup is not None:
-            if dedup["record"] is not None:
+        faults.point("encode", ordinal, whole_run=False)
+        if verdict is not None:
+            if verdict.record is not None:
                 url = join_url(join_url(self.out_url, DEDUP_DIR), record_name(ordinal))
-                self.storage.write_atomic(url, dedup["record"])
-            docs = apply_decision(self.storage, self.out_url, ordinal, warc, docs, dedup, self.tag)
+                self.storage.write_atomic(url, verdict.record)
+            docs = apply_decision(self.storage, self.out_url, ordinal, warc, docs, verdict, self.tag)
         if self.write_documents:
             write_jsonl_zst(self.storage, self.out_url, DOCUMENTS_DIR, ordinal, [doc_row(d, warc) for d in docs])
         if self.write_parquet:
@@ -133,23 +126,23 @@ class PackerActor(_Measured):
         storage = Storage(cfg.storage)
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(
-            storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta,
+            faults.wrap_storage(storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
             cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len, fence,
             whole_output=not replacement,
         )
 
-    def progress(self) -> dict:
+    def progress(self) -> Position:
         return self.writer.progress()
 
-    def commit(self, ordinal: int, warc: str, summary: dict, encoded, attempts: int) -> dict:
+    def commit(self, ordinal: int, warc: str, summary: WarcSummary, encoded, attempts: int) -> Position:
         tokens, lengths = encoded
         return self.writer.commit(ordinal, warc, summary, tokens, lengths, attempts)
 
-    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> dict:
+    def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)
 
-    def checkpoint(self) -> dict:
+    def checkpoint(self) -> Position:
         return self.writer.checkpoint()
 
-    def finish(self) -> dict:
+    def finish(self) -> Position:
         return self.writer.finish()

@@ -8,8 +8,10 @@ import ray
 
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger
-from raycorpus.process.dedup.index import Deduplicator, Layout
-from raycorpus.runtime.actors import LshShardActor, on_this_node
+from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
+from raycorpus.process.results import DedupPayload
+from raycorpus.runtime.actors import LshShardActor
+from raycorpus.runtime.cluster import on_this_node
 
 log = logging.getLogger("raycorpus")
 
@@ -93,13 +95,12 @@ class DedupStage:
             log.warning("LSH shard(s) %s lost: restarted and rebuilt from %d committed WARCs", lost, n)
         return len(lost)
 
-    def decide(self, ordinal: int, payload: dict):
+    def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""
-        eligible = payload.get("eligible")
+        eligible, sigs = payload.eligible, payload.signatures
         if eligible is None:
-            return self.dedup.decide(ordinal, payload["hashes"], payload["sigs"])
-        sigs = payload["sigs"]
-        decision, record = self.dedup.decide(ordinal, payload["hashes"][eligible],
+            return self.dedup.decide(ordinal, payload.hashes, sigs)
+        decision, record = self.dedup.decide(ordinal, payload.hashes[eligible],
                                              None if sigs is None else sigs[eligible])
         return decision.expand(eligible), record
 

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 
 from raycorpus import counts as ck
+from raycorpus.output.commit import Position
 from raycorpus.process.results import WarcSummary
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class Metrics:
         self.default_tags = {"output": output}
         self._metrics: dict | None = None
         self._broken = False
+        self._written: tuple[int, int] | None = None  # (tokens, shards) the counters have been advanced to
 
     def _get(self, name: str):
         if self._metrics is None:
@@ -139,3 +141,36 @@ class Metrics:
         if ck.DEDUP_INDEXED in counts:  # filter mode: kept + dedup drops; tag mode: every kept document
             dups = sum(n for k, n in drops.items() if k.name == "dedup")
             self.inc("raycorpus_dedup_checked_total", counts[ck.KEPT] + dups)
+
+    def run_state(self, state: RunState) -> None:
+        """Driver side, about once a second: the WARC gauges, the ETA, the pool, tokens and shards written."""
+        p = state.position
+        for kind, n in (("total", state.total), ("committed", p.committed), ("failed", p.failed),
+                        ("in_flight", state.in_flight), ("buffered", state.buffered),
+                        ("pending", state.total - p.next_ordinal - state.in_flight - state.buffered)):
+            self.set("raycorpus_warcs", max(0, n), state=kind)
+        eta = state.eta_seconds
+        self.set("raycorpus_eta_seconds", 0.0 if p.next_ordinal >= state.total else (eta if eta is not None else -1.0))
+        self.set("raycorpus_workers", state.workers)
+        self.set("raycorpus_cluster_cpus", state.cluster_cpus)
+        tokens, shards = self._written if self._written is not None else (state.first.tokens, state.first.shards)
+        self.inc("raycorpus_tokens_total", p.tokens - tokens)
+        self.inc("raycorpus_shards_total", p.shards - shards)
+        self._written = (p.tokens, p.shards)
+        if state.indexed is not None:
+            self.set("raycorpus_lsh_indexed_docs", state.indexed)
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """What the driver reports: where the writer stands and what the pool holds."""
+
+    total: int
+    position: Position
+    first: Position  # where this run started (the counters count from there)
+    in_flight: int
+    buffered: int
+    workers: int
+    cluster_cpus: float
+    eta_seconds: float | None
+    indexed: int | None  # documents in the LSH index (None: dedup off)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from raycorpus.output.commit import Position
+
 
 def _hms(seconds: float) -> str:
     seconds = int(seconds)
@@ -31,23 +33,23 @@ class Progress:
             return None
         return (self.total - done) * elapsed / work
 
-    def update(self, p: dict, inflight: int, workers: int, buffered: int) -> None:
+    def update(self, p: Position, inflight: int, workers: int, buffered: int) -> None:
         if self.mode == "off":
             return
         if self.docs0 is None:
-            self.docs0 = p["docs"]
+            self.docs0 = p.docs
         now = time.monotonic()
-        if now - self.last_print < self.interval and p["next_ordinal"] < self.total:
+        if now - self.last_print < self.interval and p.next_ordinal < self.total:
             return
         self.last_print = now
-        done = p["next_ordinal"]
+        done = p.next_ordinal
         elapsed = max(now - self.t0, 1e-9)
         eta = self.eta_seconds(done)
-        failed = f" ({p['failed']} failed)" if p["failed"] else ""
-        rate = (p["docs"] - self.docs0) / elapsed
+        failed = f" ({p.failed} failed)" if p.failed else ""
+        rate = (p.docs - self.docs0) / elapsed
         line = (
-            f"[raycorpus] WARCs {done:,}/{self.total:,}{failed} | docs {p['docs']:,} ({rate:,.0f}/s)"
-            f" | tokens {p['tokens']:,} | shards {p['shards']} | workers {workers}, in flight {inflight},"
+            f"[raycorpus] WARCs {done:,}/{self.total:,}{failed} | docs {p.docs:,} ({rate:,.0f}/s)"
+            f" | tokens {p.tokens:,} | shards {p.shards} | workers {workers}, in flight {inflight},"
             f" buffered {buffered} | ETA {_hms(eta) if eta is not None else '?'}"
         )
         if self.mode == "bar":

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from raycorpus.cli.plan import plan
-from tests.support.paths import SHARED, need_shared
 
 BENCH = {
     "input_warcs": 1, "copies": 4,
@@ -51,20 +50,3 @@ def test_plan_warns_about_the_bucket_and_the_cli_refuses_bad_input(tmp_path):
                         str(tmp_path / "missing.paths.gz")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not found" in r.stderr and "missing.paths.gz" in r.stderr
     assert "Traceback" not in r.stderr
-
-
-def test_the_driver_streams_a_100k_line_manifest():
-    import tracemalloc
-
-    from raycorpus.config import config_from_dict
-    from raycorpus.ingest.storage import Storage
-    from raycorpus.runtime.driver import _manifest_tasks
-
-    manifest = need_shared(SHARED / "data" / "cc-manifests" / "CC-MAIN-2025-33.warc.paths.gz")
-    cfg = config_from_dict({"input": {"manifest": str(manifest), "base": "s3://commoncrawl/"},
-                            "output": {"path": "unused"}, "tokenizer": {"path": "unused.json"}})
-    tracemalloc.start()
-    n = sum(1 for _ in _manifest_tasks(cfg, Storage(), 0))
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert n == 100_000 and peak < 8 * 2**20  # measured 0.5 MB: the manifest is never held as a list

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from raycorpus import counts as ck
 from raycorpus.ingest.warc import decode_html, iter_html_records
 from tests.support.paths import SHARED_WARC, need_shared
 
@@ -26,10 +27,10 @@ def test_record_counts_match_warcio_on_every_real_warc():
         if exp["err"] or ".arc" in rel:  # broken files belong to the reliability tests; ARC is not WARC
             continue
         recs, counts = read(rel)
-        assert counts["records"] == exp["records"], rel
-        assert counts["responses"] == exp["types"].get("response", 0), rel
+        assert counts[ck.RECORDS] == exp["records"], rel
+        assert counts[ck.RESPONSES] == exp["types"].get("response", 0), rel
         # every HTML response is either kept or skipped because its status is not 200
-        assert len(recs) <= exp["html_responses"] <= len(recs) + counts["skip:not_200"], rel
+        assert len(recs) <= exp["html_responses"] <= len(recs) + counts[ck.skip("not_200")], rel
         checked += 1
     assert checked >= 30
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.commit import CorpusWriter
 from raycorpus.output.lock import LOCK_FILE, OutputLock, OutputLocked
+from raycorpus.process.results import WarcSummary
 
 META = {"tokenizer": "t", "tokenizer_sha256": "0" * 64, "vocab_size": 100, "dtype": "<u2", "eos_id": 0}
 
@@ -40,7 +42,7 @@ def test_a_stale_lease_is_taken_over_and_fences_the_old_writer(tmp_path):
         old.check()
     # the old run's packer cannot checkpoint any more
     writer = CorpusWriter(Storage(), str(tmp_path), 1000, META, 3600, fence=old.check)
-    writer.commit(0, "w0", {"counts": {}, "bytes_read": 0, "seconds": 0}, np.array([5, 0], np.uint16),
+    writer.commit(0, "w0", WarcSummary(0, "w0", 1, 0, 0.0, Counter()), np.array([5, 0], np.uint16),
                   np.array([2], np.uint64))
     with pytest.raises(OutputLocked):
         writer.checkpoint()

@@ -1,14 +1,17 @@
 """The single writer, Ray-free: shard boundaries, checkpoints, and resume from any checkpoint."""
 
 import hashlib
+from collections import Counter
 
 import numpy as np
 import pytest
 
+from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.commit import CorpusWriter
 from raycorpus.output.ledger import Ledger, LedgerError
 from raycorpus.output.shards import iter_documents, read_shard
+from raycorpus.process.results import WarcSummary
 
 META = {"tokenizer": "t", "tokenizer_sha256": "x", "vocab_size": 1000, "dtype": "<u2", "eos_id": 0}
 
@@ -26,7 +29,7 @@ def warcs(n=12, seed=0):
 
 
 def summary(i):
-    return {"counts": {"kept": 1, "records": 3}, "bytes_read": 100, "seconds": 0.01, "ordinal": i}
+    return WarcSummary(i, f"w{i}", 1, bytes_read=100, seconds=0.01, counts=Counter({ck.KEPT: 1, ck.RECORDS: 3}))
 
 
 def digest(out):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from raycorpus import counts as ck
 from raycorpus.demo.warcwrite import WarcWriter, gzip_member, record_id
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import HtmlRecord, WarcFormatError, iter_html_records
@@ -370,6 +371,7 @@ def test_a_200_mb_record_is_skipped_without_being_read_into_memory(huge_record_w
     script = textwrap.dedent(f"""
         import json, resource
         from collections import Counter
+        from raycorpus import counts as ck
         from raycorpus.ingest.warc import iter_html_records
         from raycorpus.ingest.storage import Storage
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -377,7 +379,7 @@ def test_a_200_mb_record_is_skipped_without_being_read_into_memory(huge_record_w
         with Storage().open_read({str(huge_record_warc)!r}) as f:
             urls = [r.url for r in iter_html_records(f, counts, 8 << 20)]
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(json.dumps({{"urls": urls, "counts": counts, "growth_kib": after - before}}))
+        print(json.dumps({{"urls": urls, "counts": ck.to_json(counts), "growth_kib": after - before}}))
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     got = json.loads(r.stdout)
@@ -425,7 +427,7 @@ def test_the_timeout_works_inside_the_ray_warc_worker(ray_address, tmp_path):
         summary, _, _ = ray.get(worker.process.remote(0, str(path)), timeout=300)
     finally:
         ray.kill(worker)
-    assert summary["counts"]["html"] == 3 and summary["counts"]["drop:extract:timeout"] == 1, summary["counts"]
+    assert summary.counts[ck.HTML] == 3 and summary.counts[ck.drop("extract", "timeout")] == 1, summary.counts
 
 
 # ---------------------------------------------------------------- end to end on the real Ray pipeline

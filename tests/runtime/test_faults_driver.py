@@ -1,7 +1,7 @@
 """Faults of the run itself: the driver SIGKILLed at exact points, tokenizer and packer actors SIGKILLed mid-run.
 
 Every test compares the shard bytes with an undisturbed build of the same input (``reference``).
-Driver kills use the test-only hook RAYCORPUS_FAULT (raycorpus/commit.py): the process that reaches
+Driver kills use the test-only hook RAYCORPUS_FAULT (raycorpus/runtime/faults.py): the process that reaches
 the point SIGKILLs the driver and then itself, like a machine lost at exactly that moment. The WARCs
 are served by a real HTTP server whose GET counter shows which WARCs were read, and how often.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.commit import FAULT_ENV
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR
+from raycorpus.runtime.faults import FAULT_ENV
 from tests.support.corpus import actor_pids, shard_digests
 from tests.support.servers import LocalHTTPServer
 

@@ -18,7 +18,7 @@ from tests.support.servers import free_port
 LISTENERS = r"""
 import json, sys, psutil, ray
 from raycorpus.config import config_from_dict
-from raycorpus.runtime.driver import init_ray
+from raycorpus.runtime.cluster import init_ray
 cfg = config_from_dict(json.loads(sys.argv[1]))
 init_ray(cfg)
 try:

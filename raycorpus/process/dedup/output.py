@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
-from raycorpus.process.dedup.index import KEEP, KINDS, split_gid
+from raycorpus.process.dedup.index import KEEP, KINDS, Decision, split_gid
 from raycorpus.process.document import Document
 
 AUDIT_PREFIX = "dedup-"
+
+
+@dataclass(slots=True)
+class DedupVerdict:
+    """What the committer decided for one WARC, as the tokenizer applies it."""
+
+    decision: Decision
+    record: bytes | None  # the durable record of the documents it added to the index (None: it added none)
+    audit: bool  # write the dropped duplicates to the audit file
 
 
 def doc_id(gid: int) -> str:
@@ -19,12 +30,13 @@ def doc_id(gid: int) -> str:
 
 
 def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs: list[Document],
-                   decision: dict, tag: bool) -> list[Document]:
+                   verdict: DedupVerdict, tag: bool) -> list[Document]:
     """The documents to tokenize: the kept ones (filter mode) or all, duplicates tagged (tag mode)."""
-    kind, dup_of, jac = decision["kind"], decision["dup_of"], decision["jaccard"]
+    decision = verdict.decision
+    kind, dup_of, jac = decision.kind, decision.dup_of, decision.jaccard
     if len(kind) != len(docs):
         raise ValueError(f"WARC #{ordinal}: dedup decision for {len(kind)} documents, got {len(docs)}")
-    eligible = decision.get("eligible")
+    eligible = decision.eligible
     out, audit = [], []
     index = -1  # ids count only the documents that took part (in tag mode: those no filter would drop)
     for i, doc in enumerate(docs):
@@ -42,7 +54,7 @@ def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs
             doc.metadata["dedup"] = match
             doc.metadata.setdefault("would_drop", []).append(reason)
             out.append(doc)
-        elif decision.get("audit"):
+        elif verdict.audit:
             audit.append({"id": f"{ordinal}/{index}", "url": doc.url, "record_id": doc.record_id, "warc": warc,
                           "reason": reason, **match, "text": doc.text})
     if audit:

@@ -1,0 +1,60 @@
+"""Which Ray the run uses (the one named, or a private local one) and where the commit path's actors go."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from raycorpus.config import Config
+
+
+def init_ray(cfg: Config) -> None:
+    """Join ``ray.address`` / RAY_ADDRESS if given, else start a private local Ray.
+
+    Never a cluster nobody named: ``ray.init()`` without an address joins the latest cluster started
+    on this machine (``ray start --head``), so a private Ray is asked for with ``address="local"``.
+    """
+    if ray.is_initialized():
+        return
+    # ray.init installs its own SIGTERM handler (exit 15); keep the caller's (the CLI's: checkpoint, exit 130)
+    previous = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        address = cfg.ray.address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=True)
+        else:
+            _start_local(cfg)
+    finally:
+        if callable(previous):
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _start_local(cfg: Config) -> None:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if cfg.ray.loopback_only:
+        # Ray's single-machine mode (its default on macOS/Windows): the node address is 127.0.0.1, so
+        # every Ray process and the metrics endpoint bind to loopback instead of all interfaces.
+        # Ray reads this at import; set it for the processes it starts and for this one.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+    ray.init(
+        address="local",  # a new local Ray, even when another one runs on this machine
+        num_cpus=cfg.ray.num_cpus,
+        object_store_memory=cfg.ray.object_store_memory,
+        include_dashboard=cfg.ray.dashboard,
+        dashboard_host=cfg.ray.dashboard_host,
+        _metrics_export_port=cfg.ray.metrics_export_port,
+        log_to_driver=True,
+    )
+
+
+def on_this_node() -> NodeAffinitySchedulingStrategy:
+    """Affinity to the calling process's node. The driver places the commit path's ``num_cpus=0``
+    actors (packer, tokenizers, LSH shards) beside itself, so losing a worker node never takes
+    them down. Hard, not soft: Ray's soft affinity still spreads zero-CPU actors over other nodes,
+    and the driver's node is the one node the run cannot outlive anyway."""
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)

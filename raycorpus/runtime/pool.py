@@ -1,0 +1,261 @@
+"""The work queue: a pool of stateless WARC workers and the dispatcher that feeds it.
+
+WARCs are sent to the least busy worker (bounded in flight per worker, and by the reorder window
+the committer allows), finish in any order and come back as :class:`Finished`. A failed attempt
+is retried with jittered exponential backoff; a WARC still running after ``warc.timeout_seconds``
+has its worker killed (the call then fails and is retried); after ``warc.max_attempts`` the WARC
+comes back as failed, to be listed in its place in the order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import ray
+from ray.exceptions import RayActorError, RayTaskError
+
+from raycorpus.config import Config
+from raycorpus.ingest.manifest import iter_manifest_entries
+from raycorpus.ingest.storage import Storage
+from raycorpus.process.results import WarcSummary
+from raycorpus.runtime import faults
+from raycorpus.runtime.actors import WarcWorker
+from raycorpus.runtime.metrics import Metrics
+
+try:  # Ray >= 2.10
+    from ray.exceptions import ActorUnavailableError
+except ImportError:  # pragma: no cover
+    ActorUnavailableError = RayActorError
+
+ACTOR_LOST = (RayActorError, ActorUnavailableError)
+RESULT_PULL_SECONDS = 300.0  # longest wait for a finished WARC's results to reach the driver's node
+WORKER_START_SECONDS = 300.0
+
+
+class RunAborted(RuntimeError):
+    """The run cannot go on (actors keep dying, no worker can start); the ledger is consistent: rerun to resume."""
+
+
+@dataclass
+class Task:
+    ordinal: int
+    warc: str  # the manifest line: the WARC's identity in shards and ledger
+    url: str  # where it is read from ("" for a line rejected as unsafe: never read)
+    attempts: int = 0
+    error: str = ""
+    started: float = 0.0  # monotonic time of the current attempt's dispatch
+    timed_out: bool = False
+
+
+@dataclass
+class Finished:
+    """A WARC done with the pool: processed (its results in the object store), or failed for good."""
+
+    task: Task
+    summary: WarcSummary | None = None  # None: listed as failed (task.error says why)
+    docs: ray.ObjectRef | None = None
+    dedup: ray.ObjectRef | None = None
+
+
+@dataclass
+class DispatchStats:
+    processed: int = 0  # WARCs processed this run
+    retried: int = 0
+    bytes_read: int = 0
+    by_node: Counter = field(default_factory=Counter)  # node id -> WARCs its workers processed
+
+
+def manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
+    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    for ordinal, (warc, url, problem) in enumerate(itertools.islice(entries, cfg.input.limit)):
+        if ordinal >= start:
+            yield Task(ordinal, warc, url, error=problem or "")
+
+
+def error_text(e: BaseException) -> str:
+    cause = e.cause if isinstance(e, RayTaskError) and getattr(e, "cause", None) else e
+    text = f"{type(cause).__name__}: {cause}"
+    return text.splitlines()[0][:500] if text else type(cause).__name__
+
+
+class WorkerPool:
+    """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
+
+    def __init__(self, cfg: Config, decontam_index: ray.ObjectRef | None = None):
+        self.cfg = cfg
+        self.decontam_index = decontam_index  # one copy in the object store, shared by every worker
+        self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
+        self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
+        self.most = 0  # the most workers ready at once
+        self._last_check = 0.0
+
+    def target_size(self) -> int:
+        if self.cfg.ray.workers:
+            return self.cfg.ray.workers
+        cpus = ray.cluster_resources().get("CPU", 1.0)
+        n = max(1, int(cpus // self.cfg.ray.worker_cpus))
+        return min(n, self.cfg.ray.max_workers or n)
+
+    def resize(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_check < self.cfg.ray.resize_interval_seconds:
+            return
+        self._last_check = now
+        missing = self.target_size() - len(self.ready) - len(self.starting)
+        for _ in range(max(0, missing)):
+            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0,
+                                       **faults.actor_options()).remote(self.cfg, self.decontam_index)
+            self.starting[actor.ready.remote()] = actor
+        self.poll_starting()
+
+    def poll_starting(self) -> None:
+        if not self.starting:
+            return
+        done, _ = ray.wait(list(self.starting), num_returns=len(self.starting), timeout=0)
+        for ref in done:
+            actor = self.starting.pop(ref)
+            try:
+                ray.get(ref)
+                self.ready[actor] = 0
+            except ACTOR_LOST:
+                pass  # its node went away while it started; resize() will try again
+        self.most = max(self.most, len(self.ready))
+
+    def wait_until_any_ready(self, timeout: float = WORKER_START_SECONDS) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready:
+            if not self.starting:
+                self.resize(force=True)
+            ray.wait(list(self.starting), num_returns=1, timeout=1.0)
+            self.poll_starting()
+            if time.monotonic() > deadline:
+                raise RunAborted(f"no extraction worker could start within {timeout:g} s: "
+                                 "does the cluster have a free CPU?")
+
+    def pick(self) -> ray.actor.ActorHandle | None:
+        if not self.ready:
+            return None
+        return min(self.ready, key=self.ready.get)
+
+    def capacity(self) -> int:
+        return len(self.ready) * self.cfg.ray.in_flight_per_worker
+
+    def remove(self, actor) -> None:
+        self.ready.pop(actor, None)
+        try:
+            ray.kill(actor)
+        except Exception:
+            pass
+
+    def actors(self) -> list:
+        return [*self.ready, *self.starting.values()]
+
+
+class Dispatcher:
+    """Feeds the pool from the manifest and hands back WARCs as they finish (in completion order)."""
+
+    def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], start: int, metrics: Metrics):
+        self.cfg, self.pool, self.tasks, self.metrics = cfg, pool, tasks, metrics
+        self.inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
+        self.retry_heap: list[tuple[float, int, Task]] = []
+        self.highest_dispatched = start - 1
+        self.exhausted = False
+        self.killed: set = set()  # workers killed for a timeout
+        self.stats = DispatchStats()
+
+    def step(self, window_end: int) -> list[Finished]:
+        """One turn: resize, send what fits below ``window_end`` (ordinal), abandon timed-out WARCs,
+        collect what finished (waiting up to 0.25 s for one)."""
+        self.pool.resize()
+        self.pool.poll_starting()
+        out = self._dispatch(window_end)
+        self._expire()
+        out += self._collect()
+        if not self.pool.ready:
+            self.pool.wait_until_any_ready()
+        return out
+
+    def _next_task(self, window_end: int) -> Task | None:
+        if self.retry_heap and self.retry_heap[0][0] <= time.monotonic():
+            return heapq.heappop(self.retry_heap)[2]
+        if self.exhausted or self.highest_dispatched + 1 >= window_end:
+            return None
+        task = next(self.tasks, None)
+        if task is None:
+            self.exhausted = True
+        return task
+
+    def _dispatch(self, window_end: int) -> list[Finished]:
+        out = []
+        while len(self.inflight) < self.pool.capacity():
+            task = self._next_task(window_end)
+            if task is None:
+                break
+            self.highest_dispatched = max(self.highest_dispatched, task.ordinal)
+            if not task.url:  # a manifest line rejected as unsafe: never read, listed as failed in its place
+                out.append(Finished(task))
+                continue
+            actor = self.pool.pick()
+            task.attempts += 1
+            task.started, task.timed_out = time.monotonic(), False
+            meta_ref, *data_refs = actor.process.remote(task.ordinal, task.url)
+            self.inflight[meta_ref] = (task, actor, tuple(data_refs))
+            self.pool.ready[actor] += 1
+        return out
+
+    def _expire(self) -> None:
+        """Abandon WARCs past the timeout: killing the worker fails the call, which is then retried."""
+        now = time.monotonic()
+        for task, actor, _ in list(self.inflight.values()):
+            if not task.timed_out and now - task.started > self.cfg.warc.timeout_seconds:
+                task.timed_out = True
+                self.killed.add(actor)
+                self.pool.remove(actor)
+
+    def _collect(self) -> list[Finished]:
+        if not self.inflight:
+            time.sleep(0.05)
+            return []
+        done, _ = ray.wait(list(self.inflight), num_returns=1, timeout=0.25)
+        out = []
+        for ref in done:
+            task, actor, data_refs = self.inflight.pop(ref)
+            if actor in self.pool.ready:
+                self.pool.ready[actor] -= 1
+            try:
+                summary = ray.get(ref)
+                # copy the results to this node, beside the commit path's actors: a worker node
+                # lost while the WARC waits in the reorder buffer no longer takes them with it
+                ray.wait(list(data_refs), num_returns=len(data_refs), timeout=RESULT_PULL_SECONDS)
+            except (RayTaskError, *ACTOR_LOST) as e:
+                if (failed := self._failed(task, actor, e)) is not None:
+                    out.append(failed)
+                continue
+            self.stats.processed += 1
+            self.stats.by_node[summary.node] += 1
+            self.stats.bytes_read += summary.bytes_read
+            out.append(Finished(task, summary, *data_refs))
+        return out
+
+    def _failed(self, task: Task, actor, e: BaseException) -> Finished | None:
+        """Schedule a retry with backoff, or give the WARC up (returned as failed)."""
+        task.error = (f"timed out after {self.cfg.warc.timeout_seconds:g} s (warc.timeout_seconds)"
+                      if task.timed_out else error_text(e))
+        if actor in self.killed and not task.timed_out:
+            task.attempts -= 1  # lost with a worker killed for another WARC's timeout: not its fault
+        if isinstance(e, ACTOR_LOST):
+            self.pool.remove(actor)
+            self.pool.resize(force=True)
+        if task.attempts >= self.cfg.warc.max_attempts:
+            return Finished(task)
+        self.stats.retried += 1
+        self.metrics.inc("raycorpus_warc_retries_total")
+        delay = self.cfg.warc.retry_backoff_seconds * 2 ** (task.attempts - 1) * random.uniform(0.5, 1.5)
+        heapq.heappush(self.retry_heap, (time.monotonic() + delay, task.ordinal, task))
+        return None

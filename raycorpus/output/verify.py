@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
-from raycorpus.output.ledger import Ledger
+from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, shard_name
 from raycorpus.process.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
 
@@ -35,6 +35,27 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
     if run is None:
         return checks
     state = ledger.load()
+    committed = _check_ledger(ledger, state, check)
+    held = _check_shards(storage, out_url, state, run["token_meta"]["eos_id"], check)
+    open_names = state.packer.segments
+    missing = [n for n in open_names if not storage.exists(join_url(join_url(out_url, OPEN_DIR), n))]
+    check("open shard", not missing, f"{len(open_names)} segments present" if not missing else f"missing {missing}")
+    if state.complete:
+        shard_docs, shard_tokens = held.docs, held.tokens
+        check("complete", not open_names and shard_docs == state.packer.docs and shard_tokens == state.packer.tokens,
+              f"closed shards hold all {shard_docs:,} docs and {shard_tokens:,} tokens")
+        per_warc = {e["ordinal"]: e["docs"] for e in committed if e["docs"]}
+        check("docs per WARC", dict(held.by_warc) == per_warc,
+              "every committed WARC's documents are in the shards exactly once" if dict(held.by_warc) == per_warc
+              else "shard sources disagree with the ledger")
+    _check_formats(storage, out_url, state.packer.shards_closed, check)
+    _check_dedup_records(storage, out_url, committed, check)
+    _check_documents(storage, out_url, check)
+    return checks
+
+
+def _check_ledger(ledger: Ledger, state: LedgerState, check) -> list[dict]:
+    """Entries in manifest order, each WARC once, totals adding up; returns the committed entries."""
     entries = list(ledger.iter_entries())
     ordinals = [e["ordinal"] for e in entries]
     check("ledger order", ordinals == list(range(state.next_ordinal)),
@@ -44,73 +65,82 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
     check("ledger totals", sum(e["docs"] for e in committed) == state.packer.docs
           and sum(e["tokens"] for e in committed) == state.packer.tokens,
           f"{state.packer.docs:,} docs, {state.packer.tokens:,} tokens in {len(committed):,} committed WARCs")
+    return committed
 
-    eos = run["token_meta"]["eos_id"]
-    docs_by_warc: Counter = Counter()
-    shard_docs = shard_tokens = 0
+
+@dataclass
+class _ShardTotals:
+    """What the closed shards hold: documents per WARC ordinal, documents, tokens."""
+
+    by_warc: Counter = field(default_factory=Counter)
+    docs: int = 0
+    tokens: int = 0
+
+
+def _check_shards(storage: Storage, out_url: str, state: LedgerState, eos: int, check) -> _ShardTotals:
+    held = _ShardTotals()
     bad: list[str] = []
     for i in range(state.packer.shards_closed):
         base = join_url(join_url(out_url, SHARDS_DIR), shard_name(i))
         meta = json.loads(storage.read_bytes(base + ".json"))
-        tok_bytes, idx_bytes = storage.read_bytes(base + ".tokens"), storage.read_bytes(base + ".idx")
-        tokens = np.frombuffer(tok_bytes, dtype=np.dtype(meta["dtype"]))
-        ends = np.frombuffer(idx_bytes, dtype="<u8")
-        problems = []
-        if hashlib.sha256(tok_bytes).hexdigest() != meta["sha256"]["tokens"]:
-            problems.append("tokens checksum")
-        if hashlib.sha256(idx_bytes).hexdigest() != meta["sha256"]["idx"]:
-            problems.append("idx checksum")
-        if len(ends) != meta["docs"] or (len(ends) and int(ends[-1]) != len(tokens)) or np.any(np.diff(ends) <= 0):
-            problems.append("document index")
-        elif len(ends) and np.any(tokens[ends.astype(np.int64) - 1] != eos):
-            problems.append("a document does not end with EOS")
-        if sum(s["docs"] for s in meta["sources"]) != meta["docs"]:
-            problems.append("sources")
+        problems = _shard_problems(storage.read_bytes(base + ".tokens"), storage.read_bytes(base + ".idx"), meta, eos)
         if problems:
             bad.append(f"{shard_name(i)}: {', '.join(problems)}")
         for s in meta["sources"]:
-            docs_by_warc[s["ordinal"]] += s["docs"]
-        shard_docs += meta["docs"]
-        shard_tokens += meta["tokens"]
+            held.by_warc[s["ordinal"]] += s["docs"]
+        held.docs += meta["docs"]
+        held.tokens += meta["tokens"]
     check("shards", not bad, "; ".join(bad) if bad else f"{state.packer.shards_closed} shards: checksums, "
           "document index and EOS all consistent")
-    open_names = state.packer.segments
-    missing = [n for n in open_names if not storage.exists(join_url(join_url(out_url, OPEN_DIR), n))]
-    check("open shard", not missing, f"{len(open_names)} segments present" if not missing else f"missing {missing}")
-    if state.complete:
-        check("complete", not open_names and shard_docs == state.packer.docs and shard_tokens == state.packer.tokens,
-              f"closed shards hold all {shard_docs:,} docs and {shard_tokens:,} tokens")
-        per_warc = {e["ordinal"]: e["docs"] for e in committed if e["docs"]}
-        check("docs per WARC", dict(docs_by_warc) == per_warc,
-              "every committed WARC's documents are in the shards exactly once" if dict(docs_by_warc) == per_warc
-              else "shard sources disagree with the ledger")
-    _check_formats(storage, out_url, state.packer.shards_closed, check)
+    return held
+
+
+def _shard_problems(tok_bytes: bytes, idx_bytes: bytes, meta: dict, eos: int) -> list[str]:
+    tokens = np.frombuffer(tok_bytes, dtype=np.dtype(meta["dtype"]))
+    ends = np.frombuffer(idx_bytes, dtype="<u8")
+    problems = []
+    if hashlib.sha256(tok_bytes).hexdigest() != meta["sha256"]["tokens"]:
+        problems.append("tokens checksum")
+    if hashlib.sha256(idx_bytes).hexdigest() != meta["sha256"]["idx"]:
+        problems.append("idx checksum")
+    if len(ends) != meta["docs"] or (len(ends) and int(ends[-1]) != len(tokens)) or np.any(np.diff(ends) <= 0):
+        problems.append("document index")
+    elif len(ends) and np.any(tokens[ends.astype(np.int64) - 1] != eos):
+        problems.append("a document does not end with EOS")
+    if sum(s["docs"] for s in meta["sources"]) != meta["docs"]:
+        problems.append("sources")
+    return problems
+
+
+def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], check) -> None:
     indexed = [e for e in committed if e.get("counts", {}).get("dedup_indexed")]
-    if indexed:
-        wrong = []
-        for e in indexed:
-            url = join_url(join_url(out_url, DEDUP_DIR), record_name(e["ordinal"]))
-            if not storage.exists(url):
-                wrong.append(f"WARC #{e['ordinal']}: no {record_name(e['ordinal'])}")
-                continue
-            gids, hashes, _ = decode_record(storage.read_bytes(url))
-            if gids.size != e["counts"]["dedup_indexed"] or hashes.size != gids.size or any(
-                    split_gid(g)[0] != e["ordinal"] for g in gids[:1]):
-                wrong.append(f"WARC #{e['ordinal']}: record disagrees with the ledger")
-        n = sum(e["counts"]["dedup_indexed"] for e in indexed)
-        check("dedup records", not wrong, "; ".join(wrong[:5]) if wrong
-              else f"{n:,} indexed documents in {len(indexed):,} records, as the ledger says")
+    if not indexed:
+        return
+    wrong = []
+    for e in indexed:
+        url = join_url(join_url(out_url, DEDUP_DIR), record_name(e["ordinal"]))
+        if not storage.exists(url):
+            wrong.append(f"WARC #{e['ordinal']}: no {record_name(e['ordinal'])}")
+            continue
+        gids, hashes, _ = decode_record(storage.read_bytes(url))
+        if gids.size != e["counts"]["dedup_indexed"] or hashes.size != gids.size or any(
+                split_gid(g)[0] != e["ordinal"] for g in gids[:1]):
+            wrong.append(f"WARC #{e['ordinal']}: record disagrees with the ledger")
+    n = sum(e["counts"]["dedup_indexed"] for e in indexed)
+    check("dedup records", not wrong, "; ".join(wrong[:5]) if wrong
+          else f"{n:,} indexed documents in {len(indexed):,} records, as the ledger says")
+
+
+def _check_documents(storage: Storage, out_url: str, check) -> None:
     doc_files = storage.list(join_url(out_url, DOCUMENTS_DIR))
-    if doc_files:
-        for suffix in (".jsonl.zst", ".parquet"):
-            ids: Counter = Counter()
-            for url in (u for u in doc_files if u.endswith(suffix)):
-                ids.update(_record_ids(storage, url))
-            twice = [k for k, n in ids.items() if n > 1]
-            if ids:
-                check("documents", not twice, f"{len(ids):,} record ids in *{suffix}, "
-                      "none twice" if not twice else f"{len(twice)} record ids appear more than once, e.g. {twice[0]}")
-    return checks
+    for suffix in (".jsonl.zst", ".parquet"):
+        ids: Counter = Counter()
+        for url in (u for u in doc_files if u.endswith(suffix)):
+            ids.update(_record_ids(storage, url))
+        twice = [k for k, n in ids.items() if n > 1]
+        if ids:
+            check("documents", not twice, f"{len(ids):,} record ids in *{suffix}, "
+                  "none twice" if not twice else f"{len(twice)} record ids appear more than once, e.g. {twice[0]}")
 
 
 def _check_formats(storage: Storage, out_url: str, shards: int, check) -> None:

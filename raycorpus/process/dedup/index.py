@@ -270,7 +270,7 @@ class Deduplicator:
 
     def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None) -> tuple[Decision, bytes]:
         """Decide, insert what is kept, and return (decision, durable record of the inserted documents)."""
-        lay, n_sh = self.layout, self.layout.n_shards
+        lay = self.layout
         n = len(hashes)
         gids = make_gids(ordinal, n)
         kind = np.zeros(n, np.uint8)
@@ -281,38 +281,14 @@ class Deduplicator:
         near = lay.near and sigs is not None
         ek = content_keys(hashes) if lay.exact else np.empty(0, np.uint64)
         keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
-        flat = keys.ravel()
-        e_route, b_route = lay.route(ek), lay.route(flat)
-        e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
-        b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
-        answers = self.shards.query([(ek[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
-        prior_exact = np.full(n, NO_MATCH, np.uint64)
-        prior_band = np.full(flat.size, NO_MATCH, np.uint64)
-        for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
-            prior_exact[e], prior_band[b] = ea, ba
-        prior_band = prior_band.reshape(keys.shape)
-
-        exact_earlier = _earlier_equal(ek[:, None]) if lay.exact else {}
-        band_earlier = _earlier_equal(keys) if near else {}
+        prior_exact, prior_band = self._query(ek, keys)
         has_prior = prior_exact != NO_MATCH
         if near:
             has_prior |= (prior_band != NO_MATCH).any(axis=1)
-        involved = set(np.flatnonzero(has_prior).tolist()) | set(exact_earlier) | set(band_earlier)
-
-        # the earlier documents named: their gids (for dup_of) and signatures (to verify)
-        prior_gid: dict[int, int] = {}
-        prior_sig: dict[int, np.ndarray] = {}
-        want = np.unique(np.concatenate([prior_exact[has_prior], prior_band[has_prior].ravel()]))
-        want = want[want != NO_MATCH]
-        if want.size:
-            owner = lay.owner(want)
-            reqs = [want[owner == s] for s in range(n_sh)]
-            for d, (g, sg) in zip(reqs, self.shards.documents(reqs), strict=True):
-                prior_gid.update(zip(d.tolist(), g.tolist(), strict=True))
-                if sg is not None:
-                    prior_sig.update(zip(d.tolist(), sg, strict=True))
-
-        for i in sorted(involved):
+        prior_gid, prior_sig = self._prior_documents(prior_exact[has_prior], prior_band[has_prior])
+        exact_earlier = _earlier_equal(ek[:, None]) if lay.exact else {}
+        band_earlier = _earlier_equal(keys) if near else {}
+        for i in sorted(set(np.flatnonzero(has_prior).tolist()) | set(exact_earlier) | set(band_earlier)):
             if prior_exact[i] != NO_MATCH:
                 kind[i], dup_of[i], jac[i] = EXACT, prior_gid[int(prior_exact[i])], 1.0
                 continue
@@ -325,20 +301,59 @@ class Deduplicator:
             # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
             cands = [(prior_gid[d], prior_sig.get(d)) for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
             cands += [(int(gids[j]), sigs[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
-            if not cands:
-                continue
-            if not lay.verify:  # any shared band: the earliest candidate
-                kind[i], dup_of[i], jac[i] = NEAR, cands[0][0], np.nan
-                continue
-            best_j, best_g = -1.0, 0
-            for g, sg in cands:
-                est = float(np.count_nonzero(sg == sigs[i])) / sigs.shape[1]
-                if est > best_j:
-                    best_j, best_g = est, g
-            if best_j >= self.threshold:
-                kind[i], dup_of[i], jac[i] = NEAR, best_g, best_j
+            if cands:
+                kind[i], dup_of[i], jac[i] = self._near_match(sigs[i], cands)
+        n_kept = self._insert(kind == KEEP, gids, ek, keys, sigs if near else None)
+        record = encode_record(gids[kind == KEEP], np.asarray(hashes, np.uint64)[kind == KEEP],
+                               sigs[kind == KEEP] if near else None)
+        return Decision(kind, dup_of, jac, n_kept), record
 
-        keep = kind == KEEP
+    def _query(self, ek: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The indexed document (docno) each content key and each band key already names, or NO_MATCH."""
+        lay, n_sh = self.layout, self.layout.n_shards
+        flat = keys.ravel()
+        e_route, b_route = lay.route(ek), lay.route(flat)
+        e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
+        b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
+        answers = self.shards.query([(ek[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
+        prior_exact = np.full(keys.shape[0], NO_MATCH, np.uint64)
+        prior_band = np.full(flat.size, NO_MATCH, np.uint64)
+        for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
+            prior_exact[e], prior_band[b] = ea, ba
+        return prior_exact, prior_band.reshape(keys.shape)
+
+    def _prior_documents(self, exact: np.ndarray, band: np.ndarray) -> tuple[dict[int, int], dict[int, np.ndarray]]:
+        """The earlier documents named: their gids (for dup_of) and signatures (to verify), by docno."""
+        prior_gid: dict[int, int] = {}
+        prior_sig: dict[int, np.ndarray] = {}
+        want = np.unique(np.concatenate([exact, band.ravel()]))
+        want = want[want != NO_MATCH]
+        if want.size:
+            owner = self.layout.owner(want)
+            reqs = [want[owner == s] for s in range(self.layout.n_shards)]
+            for d, (g, sg) in zip(reqs, self.shards.documents(reqs), strict=True):
+                prior_gid.update(zip(d.tolist(), g.tolist(), strict=True))
+                if sg is not None:
+                    prior_sig.update(zip(d.tolist(), sg, strict=True))
+        return prior_gid, prior_sig
+
+    def _near_match(self, sig: np.ndarray, cands: list[tuple[int, np.ndarray | None]]) -> tuple[int, int, float]:
+        """(kind, dup_of, jaccard) of a document sharing a band with ``cands`` (in commit order)."""
+        if not self.layout.verify:  # any shared band: the earliest candidate
+            return NEAR, cands[0][0], np.nan
+        best_j, best_g = -1.0, 0
+        for g, sg in cands:
+            est = float(np.count_nonzero(sg == sig)) / sig.shape[0]
+            if est > best_j:
+                best_j, best_g = est, g
+        if best_j >= self.threshold:
+            return NEAR, best_g, best_j
+        return KEEP, NO_MATCH, 0.0
+
+    def _insert(self, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, keys: np.ndarray,
+                sigs: np.ndarray | None) -> int:
+        """Number the kept documents and insert them into the shards; return how many."""
+        lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
@@ -348,17 +363,16 @@ class Deduplicator:
         ke_no = docnos if lay.exact else np.empty(0, np.uint64)
         kflat = keys[keep].ravel()
         kflat_no = np.repeat(docnos, keys.shape[1])
-        ksigs = sigs[keep] if near else None
+        ksigs = sigs[keep] if sigs is not None else None
         ke_route, kb_route, owner = lay.route(ke), lay.route(kflat), lay.owner(docnos)
         reqs = []
-        for s in range(n_sh):
+        for s in range(lay.n_shards):
             e, b, o = ke_route == s, kb_route == s, owner == s
             reqs.append((ke[e], ke_no[e], kflat[b], kflat_no[b], docnos[o], kg[o],
                          ksigs[o] if lay.verify else None))
         self.shards.insert(reqs)
         self.next_docno += n_kept
-        record = encode_record(kg, np.asarray(hashes, np.uint64)[keep], ksigs)
-        return Decision(kind, dup_of, jac, n_kept), record
+        return n_kept
 
 
 def _earlier_equal(keys: np.ndarray) -> dict[int, list[int]]:

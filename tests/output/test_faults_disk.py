@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -91,7 +92,8 @@ def assert_clear_failure(r: subprocess.CompletedProcess, out: Path, os_error: st
         r.stderr[-3000:]
     lines = [line for line in r.stderr.splitlines() if line.startswith("raycorpus: ")]
     assert lines, r.stderr[-3000:]
-    assert lines[0].startswith(f"raycorpus: write {out}/") and os_error in lines[0], lines  # the write that failed
+    # the operation that failed first (a write, a rename, a delete: whichever met the error) on a path under the output
+    assert re.match(rf"raycorpus: \w+ {re.escape(str(out))}/\S+: ", lines[0]) and os_error in lines[0], lines
     assert "run the same command again" in r.stderr
 
 

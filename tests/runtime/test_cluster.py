@@ -11,8 +11,10 @@ import functools
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -305,3 +307,24 @@ def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, re
         wait_for("the autoscaler to remove the idle worker nodes", lambda: alive_worker_nodes(cluster) == 0,
                  timeout=180, interval=2)
     assert_same_corpus(out, reference)
+
+
+def test_a_stray_local_cluster_is_not_joined(crawl, reference, tmp_path):
+    """A cluster started on this machine with `ray start --head`, and neither `ray.address` nor RAY_ADDRESS:
+    the CLI starts a private Ray, as the README says, instead of joining whatever runs here."""
+    ray_tmp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    env = ray_env(RAY_TMPDIR=ray_tmp)  # where ray.init() looks for "the latest cluster started on this machine"
+    try:
+        with LocalCluster(env=env, head_temp=os.path.join(ray_tmp, "ray")) as stray:
+            probe = "import ray; ray.init(log_to_driver=False); print('JOINED', ray.get_runtime_context().gcs_address)"
+            joined = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+            assert f"JOINED {stray.address}" in joined.stdout, joined.stderr[-2000:]  # the hazard is real here
+            cfg = write_config(tmp_path / "c.yaml", crawl, tmp_path / "out",
+                               ray={"num_cpus": 2, "object_store_memory": 200 * 2**20})
+            r = raycorpus_cli("run", str(cfg), env=env)
+            assert stray.alive_nodes() == 1  # the stray cluster is untouched and still up
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Started a local Ray instance" in r.stderr and "Connecting to existing Ray cluster" not in r.stderr
+    assert_same_corpus(tmp_path / "out", reference)

@@ -42,9 +42,11 @@ def ray_env(**extra: str) -> dict[str, str]:
 class RayNode:
     """One ``ray start --block`` process group: a head or a worker node."""
 
-    def __init__(self, ip: str, args: list[str], env: dict[str, str], timeout: float = 120.0):
+    def __init__(self, ip: str, args: list[str], env: dict[str, str], timeout: float = 120.0, temp: str | None = None):
+        """``temp``: the node's temp dir (default: a new short one under /tmp)."""
         self.ip = ip
-        self.temp = tempfile.mkdtemp(prefix="rc-ray-", dir="/tmp")
+        self.temp = temp or tempfile.mkdtemp(prefix="rc-ray-", dir="/tmp")
+        os.makedirs(self.temp, exist_ok=True)
         self.metrics_port = free_port()
         self.log_path = Path(self.temp) / "start.log"
         ports = self._ports()
@@ -128,9 +130,9 @@ class LocalCluster:
 
     def __init__(self, head_cpus: int = 1, memory: int = 2 * 2**30, object_store: int = 200 * 2**20,
                  dashboard: bool = False, head_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
-                 gcs_port: int | None = None):
+                 gcs_port: int | None = None, head_temp: str | None = None):
         """``gcs_port``: chosen by the caller when a file must name the address before the head starts
-        (an autoscaling config's ``provider.gcs_address``)."""
+        (an autoscaling config's ``provider.gcs_address``); ``head_temp``: the head's temp dir."""
         self.memory, self.object_store = memory, object_store
         self.env = env or ray_env()
         self.gcs_port = gcs_port or free_port()
@@ -142,7 +144,7 @@ class LocalCluster:
                      f"--dashboard-port={self.dashboard_port}"]
         else:
             args += ["--include-dashboard=false"]
-        self.head = RayNode("127.0.0.2", [*args, *head_args], self.env)
+        self.head = RayNode("127.0.0.2", [*args, *head_args], self.env, temp=head_temp)
         self.workers: list[RayNode] = []
 
     def _sizes(self) -> list[str]:

@@ -1,7 +1,17 @@
+"""Session fixtures (the real components) and the two passes of the suite.
+
+``pytest -m "not integration"`` is the unit pass: it starts nothing real (no Ray, no SeaweedFS,
+no HTTP server or proxy, no Prometheus). A test is ``integration`` when it asks for a real
+component's fixture (marked here automatically), is ``slow``, or is marked by hand because it
+starts one itself; an unmarked test that tries anyway fails with a message naming the marker
+(``tests/support/guard.py``).
+"""
+
 import os
 
 import pytest
 
+from tests.support import guard
 from tests.support.paths import REPO, SHARED, SHARED_WARC, need_shared  # noqa: F401  (re-exported)
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -61,3 +71,27 @@ def reference(crawl, tmp_path_factory, ray_address):
     c, tok = crawl
     out = tmp_path_factory.mktemp("ref") / "out"
     return out, run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 1}))
+
+
+# asking for any of these (directly or through another fixture) makes a test an integration test
+REAL_COMPONENTS = {"s3_server", "ray_address", "reference"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if REAL_COMPONENTS & set(item.fixturenames) or item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_nothing(request, monkeypatch):
+    """Around a unit test: no server may start, and Ray (here or in a CLI the test runs) finds no cluster."""
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    monkeypatch.setenv("RAY_ADDRESS", guard.NO_RAY_ADDRESS)
+    guard.arm(True)
+    try:
+        yield
+    finally:
+        guard.arm(False)

@@ -30,7 +30,7 @@ def _interrupt(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     signal.signal(signal.SIGTERM, _interrupt)
-    p = argparse.ArgumentParser(prog="raycorpus", description=__doc__)
+    p = argparse.ArgumentParser(prog="raycorpus", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     progress_help = "progress display: bar (terminal), log (a line every 10 s), off"
 

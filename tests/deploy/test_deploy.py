@@ -793,7 +793,7 @@ def test_image_package_builds_from_what_the_dockerfile_copies(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
-    assert {"raycorpus/cli.py", "raycorpus/runtime/driver.py", "raycorpus/storage.py"} <= names
+    assert {"raycorpus/cli/__init__.py", "raycorpus/runtime/driver.py", "raycorpus/ingest/storage.py"} <= names
     assert {f"raycorpus/data/{p.name}" for p in (REPO / "raycorpus" / "data").iterdir() if p.is_file()} <= names
     assert "raycorpus = raycorpus.cli:main" in entry_points
 

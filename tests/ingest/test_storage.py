@@ -527,6 +527,7 @@ def www(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_http_read_size_exists_not_found(www: Path) -> None:
     with LocalHTTPServer(www) as server:
         st = fast_storage()
@@ -543,6 +544,7 @@ def test_http_read_size_exists_not_found(www: Path) -> None:
         assert server.requests["/crawl/missing.bin"] == 3  # NotFound is never retried
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_http_retries_503(www: Path) -> None:
     with LocalHTTPServer(www, fail_first_n=3) as server:
         st = fast_storage(max_attempts=6)
@@ -557,6 +559,7 @@ def test_http_retries_503(www: Path) -> None:
         assert st.stats["retries"] == 2 and server.requests["/crawl/blob.bin"] == 3
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_http_resumes_after_connection_cut(www: Path) -> None:
     with LocalHTTPServer(www, reset_after_bytes=100_000) as server:
         st = fast_storage()
@@ -566,6 +569,7 @@ def test_http_resumes_after_connection_cut(www: Path) -> None:
         assert server.ranges["/crawl/blob.bin"] == [None, "bytes=100000-"]
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_http_resume_refuses_a_changed_object(www: Path) -> None:
     blob = www / "crawl" / "blob.bin"
     with LocalHTTPServer(www, reset_after_bytes=100_000) as server:
@@ -596,6 +600,7 @@ def _warc(n: int) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_fastwarc_reads_a_resumed_http_stream(www: Path) -> None:
     data = _warc(40)
     (www / "crawl" / "x.warc.gz").write_bytes(data)
@@ -610,6 +615,7 @@ def test_fastwarc_reads_a_resumed_http_stream(www: Path) -> None:
         assert st.stats["retries"] == 1 and st.stats["bytes_read"] == len(data)
 
 
+@pytest.mark.integration  # a real local HTTP server
 def test_http_manifest_relative_to_manifest_url(www: Path) -> None:
     write_lines(www / "crawl" / "warc.paths.gz", LINES, gz=True)
     with LocalHTTPServer(www, fail_first_n=1) as server:

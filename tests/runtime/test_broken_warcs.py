@@ -271,9 +271,10 @@ def test_reading_gives_exactly_the_readable_records_or_a_clear_error(name: str):
             read_case(data)
         return
     recs, counts = read_case(data)
+    counts = ck.to_json(counts)  # the ledger's spelling of the counters
     assert tuple(r.url for r in recs) == case.urls
     for key, n in case.counts.items():
-        assert counts[key] == n, (key, dict(counts))
+        assert counts.get(key, 0) == n, (key, counts)
     assert all("\ufffd" not in r.html for r in recs)
 
 
@@ -295,11 +296,11 @@ def test_the_processor_keeps_or_drops_every_record_with_a_reason(processor, tmp_
                 processor.process(0, str(path))
             continue
         result = processor.process(0, str(path))
-        c = result.counts
+        c = ck.to_json(result.counts)  # the ledger's spelling of the counters
         drops = sum(v for k, v in c.items() if k.startswith("drop:"))
-        assert c["html"] == len(case.urls) == c["kept"] + drops, name
+        assert c["html"] == len(case.urls) == c.get("kept", 0) + drops, name
         for key, n in case.drops.items():
-            assert c[key] == n, (name, key, dict(c))
+            assert c.get(key, 0) == n, (name, key, c)
         assert [d.url for d in result.docs] == [u for u in case.urls if u != url(1) or not case.drops], name
 
 

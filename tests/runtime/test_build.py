@@ -246,7 +246,7 @@ def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, craw
     assert s["docs"] == ref_summary["docs"]
 
 
-def test_decontamination_drops_documents_holding_benchmark_text(crawl, tmp_path):
+def test_decontamination_drops_documents_holding_benchmark_text(crawl, tmp_path, ray_address):
     from raycorpus.output.docfiles import read_jsonl_zst
     from raycorpus.process.dedup.minhash import normalize
 

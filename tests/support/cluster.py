@@ -24,6 +24,7 @@ from typing import Self
 
 import psutil
 
+from tests.support.guard import need_integration
 from tests.support.servers import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -44,6 +45,7 @@ class RayNode:
 
     def __init__(self, ip: str, args: list[str], env: dict[str, str], timeout: float = 120.0, temp: str | None = None):
         """``temp``: the node's temp dir (default: a new short one under /tmp)."""
+        need_integration(f"a Ray node ({ip})")
         self.ip = ip
         self.temp = temp or tempfile.mkdtemp(prefix="rc-ray-", dir="/tmp")
         os.makedirs(self.temp, exist_ok=True)

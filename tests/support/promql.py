@@ -29,6 +29,8 @@ from typing import IO
 
 import yaml
 
+from tests.support.guard import need_integration
+
 # What the checks put in place of Grafana's variables: durations for the interval ones, and values that keep
 # the selectors they sit in valid (".*" is what the dashboard's "All" stands for).
 GRAFANA_TEST_VALUES = {
@@ -169,6 +171,7 @@ class PrometheusServer:
         self._log: IO[str] | None = None
 
     def __enter__(self) -> PrometheusServer:
+        need_integration("Prometheus")
         from tests.support.servers import free_port
 
         binary = shutil.which("prometheus")

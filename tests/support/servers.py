@@ -31,6 +31,8 @@ from typing import Any, Self
 import boto3
 from botocore.config import Config
 
+from tests.support.guard import need_integration
+
 GRPC_OFFSET = 10000  # weed's default gRPC port is its HTTP port + 10000
 
 
@@ -97,6 +99,7 @@ class SeaweedS3:
     # ------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> Self:
+        need_integration("SeaweedFS")
         weed = find_weed()
         self._tmp = tempfile.mkdtemp(prefix="raycorpus-seaweed-")
         try:
@@ -387,6 +390,7 @@ class _BackgroundServer:
         """Called with the server's base URL once it is bound."""
 
     def __enter__(self) -> Self:
+        need_integration(f"a network server ({type(self).__name__})")
         for _ in range(20):
             try:
                 server = self._bind(("127.0.0.1", free_port()))

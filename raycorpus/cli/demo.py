@@ -14,7 +14,7 @@ DEMO_MARKER = ".raycorpus-demo"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from raycorpus.demo.sample import write_sample_crawl
+    from raycorpus.demo import write_sample_crawl
 
     root = Path(args.dir).resolve()
     if root.exists() and any(root.iterdir()) and not (root / DEMO_MARKER).exists():

@@ -13,7 +13,7 @@ import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 from resiliparse.extract.html2text import extract_plain_text
 
-from raycorpus.demo.sample import SampleCrawl, SamplePage, write_sample_crawl
+from raycorpus.demo import SampleCrawl, SamplePage, write_sample_crawl
 from raycorpus.ingest.warc import iter_html_records
 
 MAGIC = {"application/pdf": b"%PDF-1.4\n", "image/png": b"\x89PNG\r\n\x1a\n"}
@@ -62,7 +62,7 @@ def test_same_arguments_give_identical_bytes_and_seeds_differ(default, tmp_path)
     other = write_sample_crawl(tmp_path / "seed1", seed=1)
     assert all(a != b for a, b in zip(digests(other), digests(default), strict=True))
     # no dependence on per-process string hashing either
-    code = "import sys; from raycorpus.demo.sample import write_sample_crawl; write_sample_crawl(sys.argv[1])"
+    code = "import sys; from raycorpus.demo import write_sample_crawl; write_sample_crawl(sys.argv[1])"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "sub")], check=True, env=env, timeout=60)
     sub = sorted((tmp_path / "sub").glob("*.warc.gz"))
@@ -250,3 +250,14 @@ def test_small_and_invalid_sizes(tmp_path):
     with pytest.raises(ValueError):
         write_sample_crawl(tmp_path / "none", n_warcs=0)
     assert not (tmp_path / "none").exists()
+
+
+def test_the_old_module_path_still_imports(monkeypatch):
+    import importlib
+
+    import raycorpus.demo
+
+    monkeypatch.delitem(sys.modules, "raycorpus.demo.sample", raising=False)
+    with pytest.warns(DeprecationWarning, match="raycorpus.demo.sample moved"):
+        old = importlib.import_module("raycorpus.demo.sample")
+    assert old.write_sample_crawl is raycorpus.demo.write_sample_crawl and old.SampleCrawl is SampleCrawl

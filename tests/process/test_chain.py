@@ -3,7 +3,7 @@
 from collections import Counter
 
 from raycorpus.config import config_from_dict
-from raycorpus.demo.sample import write_sample_crawl
+from raycorpus.demo import write_sample_crawl
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import read_jsonl_zst
 from raycorpus.process.document import Document

@@ -420,7 +420,7 @@ def test_sample_crawl_articles_pass_every_filter(tmp_path):
     """English articles of the project's own sample crawl (no ../shared needed): Gopher and C4 keep
     them all; FineWeb keeps the prose and drops list articles ("28 ideas ...", unpunctuated lines)."""
     from raycorpus.config import config_from_dict
-    from raycorpus.demo.sample import write_sample_crawl
+    from raycorpus.demo import write_sample_crawl
     from raycorpus.process.pipeline import WarcProcessor
 
     crawl = write_sample_crawl(tmp_path, n_warcs=1, pages_per_warc=60, seed=7)

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from raycorpus.config import Config, config_from_dict
-from raycorpus.demo.sample import write_sample_crawl
+from raycorpus.demo import write_sample_crawl
 from raycorpus.process.prepare import train_tokenizer_from_input
 
 

@@ -20,10 +20,11 @@ from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import iter_html_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
-from raycorpus.process.dedup.minhash import MinHasher, normalize
+from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
+from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
 
 READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS = (ck.time_in(s) for s in ("read", "extract", "hash", "minhash"))

@@ -25,48 +25,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.process.dedup.minhash import MinHasher, fmix64
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import FilterResult, TextView
 from raycorpus.process.filters.settings import BenchmarkSource, DecontamConfig
+from raycorpus.process.hashing import NGramHasher
 
-_SEED = 0xDEC0  # hash constants of the n-gram index; fixed so an index is valid across runs
-_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
-_INV_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
-_LEN_TAG = 0xD6E8FEB86659FD93
+_SEED = 0xDEC0  # word-hash seed of the n-gram index; fixed so an index is valid across runs
 _BITMAP_BITS = 24  # 2 MiB prefilter: one random read per n-gram, a sorted-table search only on a hit
 
 
-class NGramHasher:
-    """Word n-gram hashes for any n from one prefix sum: ``O(1)`` per n-gram and length."""
-
-    def __init__(self) -> None:
-        self.words = MinHasher(num_perm=1, ngram=1, seed=_SEED)
-        self._pow = self._inv = np.ones(1, np.uint64)
-
-    def word_hashes(self, text: str) -> np.ndarray:
-        return self.words.word_hashes(text)
-
-    def _powers(self, n: int) -> None:
-        if n <= self._pow.size:
-            return
-        n = max(n, 2 * self._pow.size)
-        self._pow = np.full(n, _BASE, np.uint64)
-        self._pow[0] = 1
-        np.cumprod(self._pow, out=self._pow)
-        self._inv = np.full(n, _INV_BASE, np.uint64)
-        self._inv[0] = 1
-        np.cumprod(self._inv, out=self._inv)
-
-    def grams(self, word_hash: np.ndarray, lengths: list[int]) -> np.ndarray:
-        """Hashes of all ``n``-grams for each ``n`` in ``lengths``, concatenated."""
-        m = word_hash.size
-        self._powers(m + 1)
-        prefix = np.zeros(m + 1, np.uint64)
-        np.cumsum(word_hash * self._pow[:m], out=prefix[1:])
-        out = [fmix64((prefix[n:] - prefix[: m + 1 - n]) * self._inv[: m + 1 - n] + np.uint64(n * _LEN_TAG % 2**64))
-               for n in lengths if n <= m]
-        return np.concatenate(out) if out else np.empty(0, np.uint64)
+def ngram_hasher() -> NGramHasher:
+    """The hasher of the index: word n-grams of :mod:`raycorpus.process.hashing` with the index's seed."""
+    return NGramHasher(_SEED)
 
 
 @dataclass
@@ -150,7 +120,7 @@ def _texts(value) -> list[str]:
 def build_index(cfg: DecontamConfig, storage: Storage | None = None) -> DecontamIndex:
     storage = storage or Storage()
     index = DecontamIndex(ngram=cfg.ngram, names=[b.name for b in cfg.benchmarks])
-    hasher = NGramHasher()
+    hasher = ngram_hasher()
     grams, owners, items = [], [], []
     lengths: set[int] = set()
     for b_id, source in enumerate(cfg.benchmarks):
@@ -190,7 +160,7 @@ class DecontamFilter:
 
     def __init__(self, cfg: DecontamConfig, index: DecontamIndex | None = None):
         self.index = index if index is not None else build_index(cfg)
-        self.hasher = NGramHasher()
+        self.hasher = ngram_hasher()
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
         hit = self.index.match(self.hasher.word_hashes(doc.text), self.hasher)

@@ -263,12 +263,10 @@ def _run_locked(cfg: Config, token_meta: dict, progress_mode: str | None, storag
     dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
     if dedup is not None and start:
         dedup.rebuild()
-    decontam_ref = None
-    if cfg.filters.decontam.enabled:
-        from raycorpus.process.filters.decontam import build_index
+    from raycorpus.process.filters import Chain
 
-        decontam_ref = ray.put(build_index(cfg.filters.decontam, storage))
-    pool = WorkerPool(cfg, decontam_ref)
+    resources = Chain.shared_resources(cfg.filters, storage)  # built once per run (decontam's n-gram index)
+    pool = WorkerPool(cfg, ray.put(resources))  # one copy in the object store, shared by every worker
     pool.resize(force=True)
     pool.wait_until_any_ready()
 

@@ -21,17 +21,45 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
-from raycorpus.process.filters.settings import BenchmarkSource, DecontamConfig
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 from raycorpus.process.hashing import NGramHasher
 
 _SEED = 0xDEC0  # word-hash seed of the n-gram index; fixed so an index is valid across runs
 _BITMAP_BITS = 24  # 2 MiB prefilter: one random read per n-gram, a sorted-table search only on a hit
+
+
+class BenchmarkSource(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="drop reason suffix: decontam:<name>")
+    path: str = Field(description="JSONL / CSV file (optionally .gz), or a folder of them; local or s3://")
+    fields: list[str] = Field(min_length=1, description="fields whose text is indexed (lists are flattened)")
+    format: Literal["auto", "jsonl", "csv"] = "auto"
+
+
+class DecontamConfig(StageSettings):
+    """Drop documents sharing a long word n-gram with a benchmark item (GPT-3 style, 13 words)."""
+
+    enabled: bool = False
+    benchmarks: list[BenchmarkSource] = Field(default_factory=list)
+    ngram: int = Field(13, ge=4, le=64, description="n-gram length for long fields")
+    min_words: int = Field(8, ge=4, description="shortest field indexed; shorter fields use n = max(min, L // 2)")
+    max_item_share: int = Field(10, ge=1, description="leave out n-grams found in more benchmark items than this")
+
+    @model_validator(mode="after")
+    def _needs_sources(self) -> DecontamConfig:
+        if self.enabled and not self.benchmarks:
+            raise ValueError("enabled without benchmarks: list the benchmark files to decontaminate against")
+        if self.min_words > self.ngram:
+            raise ValueError(f"min_words ({self.min_words}) must be <= ngram ({self.ngram})")
+        return self
 
 
 def ngram_hasher() -> NGramHasher:
@@ -155,10 +183,20 @@ def build_index(cfg: DecontamConfig, storage: Storage | None = None) -> Decontam
     return index
 
 
-class DecontamFilter:
+@register
+class DecontamFilter(Filter):
+    """Drops (reason: the benchmark's name) documents sharing an indexed n-gram with a benchmark item.
+    The index is the stage's shared resource: built once per run, one copy for every worker."""
+
     name = "decontam"
+    settings = DecontamConfig
+
+    @classmethod
+    def shared_resource(cls, settings: DecontamConfig, storage: Storage | None) -> DecontamIndex:
+        return build_index(settings, storage)
 
     def __init__(self, cfg: DecontamConfig, index: DecontamIndex | None = None):
+        """``index``: the shared resource; None builds it here."""
         self.index = index if index is not None else build_index(cfg)
         self.hasher = ngram_hasher()
 

@@ -10,8 +10,7 @@ from pydantic import Field
 from raycorpus import counts as ck
 from raycorpus.config import ConfigError, config_from_dict
 from raycorpus.process.document import Document
-from raycorpus.process.filters import DEFAULT_CHAIN, Chain, Filter, FilterResult, register
-from raycorpus.process.filters.base import StageSettings
+from raycorpus.process.filters import DEFAULT_CHAIN, Chain, Filter, FilterResult, StageSettings, register
 from raycorpus.process.filters.decontam import DecontamIndex
 from raycorpus.process.filters.registry import stages
 from raycorpus.process.pipeline import WarcProcessor

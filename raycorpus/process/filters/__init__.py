@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING
 
 from raycorpus import counts as ck
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import Filter, FilterResult, TextView
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
 from raycorpus.process.filters.registry import DEFAULT_CHAIN, register
 from raycorpus.process.filters.settings import FiltersConfig
 
 if TYPE_CHECKING:
     from raycorpus.ingest.storage import Storage
 
-__all__ = ["DEFAULT_CHAIN", "Chain", "Filter", "FilterResult", "FiltersConfig", "TextView", "register"]
+__all__ = [
+    "DEFAULT_CHAIN", "Chain", "Filter", "FilterResult", "FiltersConfig", "StageSettings", "TextView", "register",
+]
 
 
 class Chain:

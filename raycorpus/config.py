@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from raycorpus.ingest.storage import StorageConfig, is_remote, join_url
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.extract import ExtractConfig
+from raycorpus.process.filters.registry import DEFAULT_CHAIN
 from raycorpus.process.filters.settings import FiltersConfig
 
 
@@ -163,6 +164,8 @@ class Config(_Model):
         d["warc"].pop("timeout_seconds")
         d["dedup"].pop("shards")
         d["dedup"].pop("expected_docs")
+        if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
+            d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -72,3 +72,40 @@ def test_cli_bad_config_exits_2_and_writes_nothing(tmp_path):
     assert r.returncode == 2
     assert "output.shard_size_tokens" in r.stderr and "greater than or equal to 1" in r.stderr
     assert not out.exists()
+
+
+# fingerprints computed at 4964c3d, before filters.chain and the stage registry: a resumed output compares
+# them, so a config without `chain` must keep its fingerprint
+TAGGED = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"path": "t"}, "filters": {
+    "mode": "tag", "langid": {"keep": ["en", "de"], "thresholds": {"de": 0.5}},
+    "gopher_repetition": {"top_n_grams": {2: 0.25}},
+    "decontam": {"enabled": True, "benchmarks": [{"name": "gsm8k", "path": "b/gsm8k.jsonl",
+                                                  "fields": ["question", "answer"]}]},
+}}
+
+
+@pytest.mark.parametrize("source, fingerprint", [
+    ("configs/demo.yaml", "c37f865cb42557e9"),
+    ("configs/cc-main-2025-33.yaml", "fd3c321360727956"),
+    (TAGGED, "5caaa300316c3154"),
+])
+def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
+    import yaml
+
+    from tests.support.paths import REPO
+
+    raw = yaml.safe_load((REPO / source).read_text()) if isinstance(source, str) else source
+    assert config_from_dict(raw).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
+    from raycorpus.process.filters import DEFAULT_CHAIN
+
+    explicit = {**raw, "filters": {**raw.get("filters", {}), "chain": list(DEFAULT_CHAIN)}}
+    assert config_from_dict(explicit).fingerprint() == fingerprint  # the default order, spelled out
+
+
+def test_cli_bad_chain_exits_2(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("input: {manifest: m.txt}\noutput: {path: out}\ntokenizer: {path: t.json}\n"
+                 "filters: {chain: [langid, url]}\n")
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(p)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "filters.chain.1: stage 'url' reads the record's URL before extraction" in r.stderr

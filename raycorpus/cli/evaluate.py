@@ -338,7 +338,7 @@ def eval_decontam(decontam_dir: str | Path, clean_texts: Sequence[str], *, seed:
     from raycorpus.ingest.storage import Storage
     from raycorpus.process.document import Document
     from raycorpus.process.filters.base import TextView
-    from raycorpus.process.filters.decontam import DecontamFilter, NGramHasher, build_index, iter_items
+    from raycorpus.process.filters.decontam import DecontamFilter, build_index, iter_items, ngram_hasher
     from raycorpus.process.filters.settings import DecontamConfig
 
     sources = shared_benchmarks(decontam_dir)
@@ -361,7 +361,7 @@ def eval_decontam(decontam_dir: str | Path, clean_texts: Sequence[str], *, seed:
         "index_build_seconds": round(build_s, 2), "index_ngrams": int(index.table.size),
         "benchmarks": {},
     }
-    hasher = NGramHasher()
+    hasher = ngram_hasher()
     for source in sources:
         caught = caught_edit = indexable = total = wrong = 0
         for k, texts in enumerate(iter_items(source, Storage())):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -20,10 +21,11 @@ from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import iter_html_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
-from raycorpus.process.dedup.minhash import MinHasher, normalize
+from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
+from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
 
 READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS = (ck.time_in(s) for s in ("read", "extract", "hash", "minhash"))
@@ -38,11 +40,13 @@ def content_hash(text: str) -> int:
 class WarcProcessor:
     """Builds the document chain once; ``process`` runs it over one WARC."""
 
-    def __init__(self, cfg: Config, with_filters: bool = True, decontam_index=None):
+    def __init__(self, cfg: Config, with_filters: bool = True, resources: Mapping[str, object] | None = None):
+        """``resources``: the chain's shared resources, built once per run (``Chain.shared_resources``);
+        None builds them here."""
         self.cfg = cfg
         self.storage = Storage(cfg.storage)
         self.extractor = Extractor(cfg.extract)
-        self.chain = Chain(cfg.filters, decontam_index) if with_filters else None
+        self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
         self.exclusions = cfg.filters.exclusions
         d = cfg.dedup
         self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None

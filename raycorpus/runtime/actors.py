@@ -36,8 +36,8 @@ class _Measured:
 class WarcWorker(_Measured):
     """Stateless: one WARC in, (summary, documents, dedup keys) out."""
 
-    def __init__(self, cfg: Config, decontam_index=None):
-        self.processor = WarcProcessor(cfg, decontam_index=decontam_index)
+    def __init__(self, cfg: Config, resources: dict[str, object] | None = None):
+        self.processor = WarcProcessor(cfg, resources=resources)
         self.metrics = Metrics(cfg.output.path)
         self.node_id = ray.get_runtime_context().get_node_id()
 

@@ -101,7 +101,7 @@ class _Build:
     def run(self, progress_mode: str | None) -> dict:
         progress = None
         try:
-            self.pool.decontam_index = _decontam_index(self.cfg, self.storage)
+            self.pool.resources = _shared_resources(self.cfg, self.storage)
             self.pool.resize(force=True)
             self.pool.wait_until_any_ready()
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
@@ -171,13 +171,12 @@ class _Build:
         return stats
 
 
-def _decontam_index(cfg: Config, storage: Storage) -> ray.ObjectRef | None:
-    """The benchmark n-gram index, built once per run and shared by every worker through the object store."""
-    if not cfg.filters.decontam.enabled:
-        return None
-    from raycorpus.process.filters.decontam import build_index
+def _shared_resources(cfg: Config, storage: Storage) -> ray.ObjectRef:
+    """What the chain's stages need built once per run (decontam's benchmark n-gram index), put in the
+    object store once and shared by every worker."""
+    from raycorpus.process.filters import Chain
 
-    return ray.put(build_index(cfg.filters.decontam, storage))
+    return ray.put(Chain.shared_resources(cfg.filters, storage))
 
 
 def _peak_memory(groups: dict[str, list]) -> dict:

@@ -87,9 +87,9 @@ def error_text(e: BaseException) -> str:
 class WorkerPool:
     """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
 
-    def __init__(self, cfg: Config, decontam_index: ray.ObjectRef | None = None):
+    def __init__(self, cfg: Config, resources: ray.ObjectRef | None = None):
         self.cfg = cfg
-        self.decontam_index = decontam_index  # one copy in the object store, shared by every worker
+        self.resources = resources  # the chain's per-run resources: one copy in the object store for every worker
         self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
         self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
         self.most = 0  # the most workers ready at once
@@ -110,7 +110,7 @@ class WorkerPool:
         missing = self.target_size() - len(self.ready) - len(self.starting)
         for _ in range(max(0, missing)):
             actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0,
-                                       **faults.actor_options()).remote(self.cfg, self.decontam_index)
+                                       **faults.actor_options()).remote(self.cfg, self.resources)
             self.starting[actor.ready.remote()] = actor
         self.poll_starting()
 

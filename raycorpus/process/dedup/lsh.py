@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raycorpus.process.dedup.minhash import fmix64
+from raycorpus.process.hashing import fmix64
 
 #: Returned for a key that was not in the table.
 NO_MATCH = np.uint64(2**64 - 1)

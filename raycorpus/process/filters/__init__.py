@@ -1,70 +1,95 @@
-"""The quality chain: stages in the order of FineWeb's funnel, cheapest reject first.
+"""The quality chain: registered stages, run in the order of ``filters.chain``.
 
-URL filter (before extraction) -> language ID -> Gopher repetition -> Gopher quality -> C4
--> FineWeb quality -> bad words -> PII -> model-based quality -> benchmark decontamination. In ``filter`` mode the first
-stage that names a reason drops the document (counted as ``drop:<stage>:<reason>``); in
-``tag`` mode every stage runs, every signal goes into the document's metadata, the reasons
-it would have been dropped for go into ``metadata["would_drop"]`` (counted as
-``tag:<stage>:<reason>``), and the document is kept.
+The default chain is FineWeb's funnel, cheapest reject first: URL filter (on the record's URL,
+before extraction) -> language ID -> Gopher repetition -> Gopher quality -> C4 -> FineWeb
+quality -> bad words -> PII -> model-based quality -> benchmark decontamination. A stage is a
+:class:`~raycorpus.process.filters.base.Filter` subclass registered with
+:func:`~raycorpus.process.filters.registry.register`; the config's ``filters.chain`` may list any
+registered stages in another order. In ``filter`` mode the first stage that names a reason drops
+the document (counted as ``drop:<stage>:<reason>``); in ``tag`` mode every stage runs, every
+signal goes into the document's metadata, the reasons it would have been dropped for go into
+``metadata["would_drop"]`` (counted as ``tag:<stage>:<reason>``), and the document is kept.
+
+The runtime builds each stage's shared resource once per run (:meth:`Chain.shared_resources`,
+e.g. decontamination's benchmark index) and hands the same objects to every worker's chain.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from raycorpus import counts as ck
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import DEFAULT_CHAIN, register
 from raycorpus.process.filters.settings import FiltersConfig
+
+if TYPE_CHECKING:
+    from raycorpus.ingest.storage import Storage
+
+__all__ = [
+    "DEFAULT_CHAIN", "Chain", "Filter", "FilterResult", "FiltersConfig", "StageSettings", "TextView", "register",
+]
 
 
 class Chain:
-    def __init__(self, cfg: FiltersConfig, decontam_index=None):
-        self.tag = cfg.mode == "tag"
-        self.url_filter = None
-        if cfg.url.enabled:
-            from raycorpus.process.filters.url import UrlFilter
+    """The enabled stages of ``cfg``, built once per worker; ``check_url`` runs the stages that
+    need the URL (before extraction), calling the chain runs those that need the text.
 
-            self.url_filter = UrlFilter(cfg.url)
-        self.stages = []
-        for key, module, cls in STAGES:
-            stage_cfg = getattr(cfg, key)
-            if not stage_cfg.enabled:
-                continue
-            mod = __import__(f"raycorpus.process.filters.{module}", fromlist=[cls])
-            if key == "decontam":  # its index is built once per run and handed to every worker
-                stage = getattr(mod, cls)(stage_cfg, decontam_index)
+    ``resources`` maps a stage name to its shared resource; None builds them here (tests, one
+    process), with ``storage`` if given.
+    """
+
+    def __init__(self, cfg: FiltersConfig, resources: Mapping[str, object] | None = None,
+                 storage: Storage | None = None):
+        self.tag = cfg.mode == "tag"
+        if resources is None:
+            resources = self.shared_resources(cfg, storage)
+        self.url_stages: list[Filter] = []
+        self.stages: list[tuple[Filter, frozenset[str] | None]] = []  # (stage, languages it applies to)
+        for cls, settings in cfg.enabled_stages():
+            stage = cls.create(settings, resources.get(cls.name))
+            stage.all_signals = self.tag  # tag mode computes every signal, no early exit
+            if cls.needs == "url":
+                self.url_stages.append(stage)
             else:
-                stage = getattr(mod, cls)(stage_cfg)
-            if hasattr(stage, "all_signals"):
-                stage.all_signals = self.tag  # tag mode computes every signal, no early exit
-            langs = frozenset(stage_cfg.languages) if stage_cfg.languages else None
-            self.stages.append((stage, langs))
+                self.stages.append((stage, frozenset(settings.languages) if settings.languages else None))
+
+    @staticmethod
+    def shared_resources(cfg: FiltersConfig, storage: Storage | None = None) -> dict[str, object]:
+        """Each enabled stage's shared resource (stages without one are left out), built once per run."""
+        built = {cls.name: cls.shared_resource(settings, storage) for cls, settings in cfg.enabled_stages()}
+        return {name: resource for name, resource in built.items() if resource is not None}
 
     @property
     def names(self) -> list[str]:
-        return ([self.url_filter.name] if self.url_filter else []) + [s.name for s, _ in self.stages]
+        """The stages' names in counters, in the order they run."""
+        return [s.label() for s in self.url_stages] + [s.label() for s, _ in self.stages]
+
+    def _count(self, stage: Filter, reason: str, counts: Counter) -> ck.Key:
+        name, reason = ("error", stage.label()) if reason == "error" else (stage.label(), reason)
+        key = ck.Key(ck.Kind.TAG if self.tag else ck.Kind.DROP, name, reason)
+        counts[key] += 1
+        return key
 
     def check_url(self, url: str, counts: Counter) -> str | None:
-        """Drop reason for a URL (before extraction), or None. Tag mode only counts it."""
-        if self.url_filter is None:
-            return None
-        try:
-            reason = self.url_filter(url)
-        except Exception:  # a stage that raises drops the record, never the WARC
-            reason = "error"
-        if not reason:
-            return None
-        stage, reason = ("error", "url") if reason == "error" else ("url", reason)
-        if self.tag:
-            counts[ck.tag(stage, reason)] += 1
-            return None
-        counts[ck.drop(stage, reason)] += 1
-        return f"{stage}:{reason}"
+        """Run the stages that need the URL: the drop reason (filter mode), or None. Tag mode only counts."""
+        for stage in self.url_stages:
+            try:
+                reason = stage(url)
+            except Exception:  # a stage that raises drops the record, never the WARC
+                reason = "error"
+            if reason:
+                key = self._count(stage, reason, counts)
+                if not self.tag:
+                    return key.label
+        return None
 
     def __call__(self, doc: Document, counts: Counter) -> str | None:
-        """Run the document stages; return the drop reason (filter mode) or None (kept)."""
+        """Run the stages that need the text; return the drop reason (filter mode) or None (kept)."""
         view = TextView(doc.text)
         would_drop: list[str] = []
         for stage, langs in self.stages:
@@ -75,33 +100,17 @@ class Chain:
                 res = stage(doc, view)
             except Exception:  # never a failed WARC: a per-document drop, counted
                 res = FilterResult(reason="error")
-            counts[ck.time_in(stage.name)] += time.perf_counter_ns() - t0
+            counts[ck.time_in(stage.label())] += time.perf_counter_ns() - t0
             if res.text is not None and res.text != doc.text:
                 doc.text = res.text
                 view = TextView(res.text)
             if self.tag:
                 doc.metadata.update(res.signals)
             if res.reason:
-                key = ck.Key(ck.Kind.TAG if self.tag else ck.Kind.DROP,
-                             *(("error", stage.name) if res.reason == "error" else (stage.name, res.reason)))
-                counts[key] += 1
+                key = self._count(stage, res.reason, counts)
                 if not self.tag:
                     return key.label
                 would_drop.append(key.label)
         if self.tag:
             doc.metadata["would_drop"] = would_drop
         return None
-
-
-# (settings field, module, class) in chain order
-STAGES = [
-    ("langid", "langid", "LanguageFilter"),
-    ("gopher_repetition", "gopher", "GopherRepetitionFilter"),
-    ("gopher_quality", "gopher", "GopherQualityFilter"),
-    ("c4", "c4", "C4Filter"),
-    ("fineweb", "fineweb", "FineWebQualityFilter"),
-    ("badwords", "badwords", "BadWordsFilter"),
-    ("pii", "pii", "PiiScrubber"),
-    ("model_quality", "model", "ModelQualityFilter"),
-    ("decontam", "decontam", "DecontamFilter"),
-]

@@ -12,12 +12,22 @@ from __future__ import annotations
 
 import re
 
+from pydantic import Field
+
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 from raycorpus.process.filters.resources import read_word_list
-from raycorpus.process.filters.settings import BadWordsConfig
 
 NO_SPACE = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"})
+
+
+class BadWordsConfig(StageSettings):
+    lists: dict[str, str] = Field(
+        default_factory=lambda: {"en": "package:badwords_en.txt"},
+        description="language label -> word list file",
+    )
+    max_ratio: float = Field(0.0, ge=0, description="drop when bad words / words exceeds this (0: any one)")
 
 
 class _SpacedList:
@@ -58,11 +68,13 @@ class _SubstringList:
         return len(matches), min(1.0, sum(map(len, matches)) / max(chars, 1))
 
 
-class BadWordsFilter:
+@register
+class BadWordsFilter(Filter):
     """Drops (``bad_words``) documents whose bad-word ratio exceeds ``max_ratio``; signals
     ``badwords.count`` and ``badwords.ratio``."""
 
     name = "badwords"
+    settings = BadWordsConfig
 
     def __init__(self, cfg: BadWordsConfig):
         self.max_ratio = cfg.max_ratio

@@ -1,17 +1,34 @@
-"""What every document filter shares: a cached view of the text and the result type.
+"""What every stage of the quality chain shares: its base class, its settings base, a cached
+view of the text and the result type.
 
-A filter is a class with a ``name`` and ``__call__(doc, view) -> FilterResult``. It keeps the
-document (``reason=None``), or names why it would drop it (``reason="mean_word_length"``), and
-may return the numbers it computed (``signals``, written into metadata in tag mode) and, for
-modifying stages (C4 line filter, PII), a replacement ``text``. Filters never raise on odd
-input; the chain turns a filter that raises anyway into a counted drop ``error:<name>``.
+A stage is a :class:`Filter` subclass with a ``name`` (its config section ``filters.<name>``),
+a ``settings`` model (a :class:`StageSettings` subclass) and the input it ``needs``:
+
+* ``"text"`` (the default): ``__call__(doc, view) -> FilterResult``, after extraction. It keeps the
+  document (``reason=None``), or names why it would drop it (``reason="mean_word_length"``), and
+  may return the numbers it computed (``signals``, written into metadata in tag mode) and, for
+  modifying stages (C4 line filter, PII), a replacement ``text``.
+* ``"url"``: ``__call__(url) -> reason | None``, on the record's URL before extraction (cheap
+  rejects never pay for extraction).
+
+Stages never raise on odd input; the chain turns a stage that raises anyway into a counted drop
+``error:<name>``. Registering the class (:func:`raycorpus.process.filters.registry.register`)
+makes it a section of the config and a name for ``filters.chain``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.process.document import Document
 
 # A word is a run of letters/digits (with inner apostrophes or hyphens); any other
 # non-space character is a token of its own. Scripts without spaces (CJK, Thai) come out as
@@ -58,3 +75,85 @@ class FilterResult:
 
 
 KEEP = FilterResult()
+
+
+Needs = Literal["url", "text"]
+
+
+class StageSettings(BaseModel):
+    """The settings every stage has; a stage's own settings model subclasses this.
+
+    ``null`` (or ``enabled: false``) switches a stage off. ``languages`` limits a text stage to
+    documents whose language ID label is in the list (``null`` = every document).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    languages: list[str] | None = Field(None, description="apply only to these language labels (null = all)")
+
+
+class Filter:
+    """A stage of the quality chain (see the module doc for the two kinds of input).
+
+    Class attributes declare what the chain needs to know; nothing is looked up by ``hasattr``:
+    ``name`` (registry key and config section), ``settings`` (its model), ``needs`` (its input),
+    ``counter_name`` (its name in counters, drop reasons and timers, if not ``name``), and
+    ``all_signals``, which the chain sets in tag mode: a stage that can stop at its first failing
+    rule must then compute every signal.
+    """
+
+    name: ClassVar[str] = ""
+    settings: ClassVar[type[StageSettings]] = StageSettings
+    needs: ClassVar[Needs] = "text"
+    counter_name: ClassVar[str | None] = None
+    all_signals: bool = False
+
+    @classmethod
+    def label(cls) -> str:
+        """The stage's name in counters (``drop:<label>:<reason>``), drop reasons and timers."""
+        return cls.counter_name or cls.name
+
+    @classmethod
+    def shared_resource(cls, settings: Any, storage: Storage | None) -> object | None:
+        """What the stage needs that is built once per run and shared by every worker (e.g. an index
+        built from files), or None. The runtime builds it once, puts one copy in the object store,
+        and every worker's chain hands it to :meth:`create`."""
+        return None
+
+    @classmethod
+    def create(cls, settings: Any, resource: object | None = None) -> Filter:
+        """The stage as the chain builds it: ``cls(settings)``, or ``cls(settings, resource)`` when
+        there is a shared resource."""
+        return cls(settings) if resource is None else cls(settings, resource)
+
+
+Rules = Iterator[tuple[str, float | int, str | None]]
+"""(signal name, value, drop reason if the rule fails else None), in rule order."""
+
+
+def evaluate(name: str, rules: Rules, all_signals: bool) -> FilterResult:
+    """Collect the signals of ``rules``; the reason is the first failing rule's. Without
+    ``all_signals``, stop at that rule (the rules are lazy, so the rest are never computed)."""
+    signals: dict[str, float | int | str] = {}
+    reason = None
+    for key, value, failed in rules:
+        signals[f"{name}.{key}"] = value
+        if failed and reason is None:
+            reason = failed
+            if not all_signals:
+                break
+    return FilterResult(reason=reason, signals=signals)
+
+
+class RuleFilter(Filter):
+    """A text stage made of lazy rules (``_rules`` yields (signal, value, failed reason or None))."""
+
+    def __init__(self, cfg, all_signals: bool = False):
+        self.cfg = cfg
+        self.all_signals = all_signals
+
+    def __call__(self, doc: Document, view: TextView) -> FilterResult:
+        return evaluate(self.name, self._rules(view), self.all_signals)
+
+    def _rules(self, view: TextView) -> Rules:
+        raise NotImplementedError

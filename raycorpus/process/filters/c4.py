@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import re
 
+from pydantic import Field
+
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
-from raycorpus.process.filters.settings import C4Config
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 
 CITATION_RE = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'", "\u201d", "\u2019", "。", "\uff01", "\uff1f")
@@ -33,10 +35,23 @@ SENTENCE_BREAKS = (". ", "! ", "? ")
 QUOTED_BREAKS = {f"{close} ": tuple(f"{mark}{close} " for mark in ".!?") for close in ('"', "\u201d")}
 
 
-class C4Filter:
+class C4Config(StageSettings):
+    terminal_punctuation: bool = Field(False, description="keep only lines ending in terminal punctuation")
+    min_words_per_line: int = 3
+    drop_javascript_lines: bool = True
+    drop_policy_lines: bool = True
+    min_sentences: int = 5
+    drop_lorem_ipsum: bool = True
+    drop_curly_brace: bool = True
+    max_word_length: int = 1000
+
+
+@register
+class C4Filter(Filter):
     """Removes boilerplate lines; drops pages with placeholder text, code or too few sentences."""
 
     name = "c4"
+    settings = C4Config
 
     def __init__(self, cfg: C4Config, all_signals: bool = False):
         self.cfg = cfg

@@ -21,52 +21,50 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.process.dedup.minhash import MinHasher, fmix64
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
-from raycorpus.process.filters.settings import BenchmarkSource, DecontamConfig
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
+from raycorpus.process.hashing import NGramHasher
 
-_SEED = 0xDEC0  # hash constants of the n-gram index; fixed so an index is valid across runs
-_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
-_INV_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
-_LEN_TAG = 0xD6E8FEB86659FD93
+_SEED = 0xDEC0  # word-hash seed of the n-gram index; fixed so an index is valid across runs
 _BITMAP_BITS = 24  # 2 MiB prefilter: one random read per n-gram, a sorted-table search only on a hit
 
 
-class NGramHasher:
-    """Word n-gram hashes for any n from one prefix sum: ``O(1)`` per n-gram and length."""
+class BenchmarkSource(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="drop reason suffix: decontam:<name>")
+    path: str = Field(description="JSONL / CSV file (optionally .gz), or a folder of them; local or s3://")
+    fields: list[str] = Field(min_length=1, description="fields whose text is indexed (lists are flattened)")
+    format: Literal["auto", "jsonl", "csv"] = "auto"
 
-    def __init__(self) -> None:
-        self.words = MinHasher(num_perm=1, ngram=1, seed=_SEED)
-        self._pow = self._inv = np.ones(1, np.uint64)
 
-    def word_hashes(self, text: str) -> np.ndarray:
-        return self.words.word_hashes(text)
+class DecontamConfig(StageSettings):
+    """Drop documents sharing a long word n-gram with a benchmark item (GPT-3 style, 13 words)."""
 
-    def _powers(self, n: int) -> None:
-        if n <= self._pow.size:
-            return
-        n = max(n, 2 * self._pow.size)
-        self._pow = np.full(n, _BASE, np.uint64)
-        self._pow[0] = 1
-        np.cumprod(self._pow, out=self._pow)
-        self._inv = np.full(n, _INV_BASE, np.uint64)
-        self._inv[0] = 1
-        np.cumprod(self._inv, out=self._inv)
+    enabled: bool = False
+    benchmarks: list[BenchmarkSource] = Field(default_factory=list)
+    ngram: int = Field(13, ge=4, le=64, description="n-gram length for long fields")
+    min_words: int = Field(8, ge=4, description="shortest field indexed; shorter fields use n = max(min, L // 2)")
+    max_item_share: int = Field(10, ge=1, description="leave out n-grams found in more benchmark items than this")
 
-    def grams(self, word_hash: np.ndarray, lengths: list[int]) -> np.ndarray:
-        """Hashes of all ``n``-grams for each ``n`` in ``lengths``, concatenated."""
-        m = word_hash.size
-        self._powers(m + 1)
-        prefix = np.zeros(m + 1, np.uint64)
-        np.cumsum(word_hash * self._pow[:m], out=prefix[1:])
-        out = [fmix64((prefix[n:] - prefix[: m + 1 - n]) * self._inv[: m + 1 - n] + np.uint64(n * _LEN_TAG % 2**64))
-               for n in lengths if n <= m]
-        return np.concatenate(out) if out else np.empty(0, np.uint64)
+    @model_validator(mode="after")
+    def _needs_sources(self) -> DecontamConfig:
+        if self.enabled and not self.benchmarks:
+            raise ValueError("enabled without benchmarks: list the benchmark files to decontaminate against")
+        if self.min_words > self.ngram:
+            raise ValueError(f"min_words ({self.min_words}) must be <= ngram ({self.ngram})")
+        return self
+
+
+def ngram_hasher() -> NGramHasher:
+    """The hasher of the index: word n-grams of :mod:`raycorpus.process.hashing` with the index's seed."""
+    return NGramHasher(_SEED)
 
 
 @dataclass
@@ -150,7 +148,7 @@ def _texts(value) -> list[str]:
 def build_index(cfg: DecontamConfig, storage: Storage | None = None) -> DecontamIndex:
     storage = storage or Storage()
     index = DecontamIndex(ngram=cfg.ngram, names=[b.name for b in cfg.benchmarks])
-    hasher = NGramHasher()
+    hasher = ngram_hasher()
     grams, owners, items = [], [], []
     lengths: set[int] = set()
     for b_id, source in enumerate(cfg.benchmarks):
@@ -185,12 +183,22 @@ def build_index(cfg: DecontamConfig, storage: Storage | None = None) -> Decontam
     return index
 
 
-class DecontamFilter:
+@register
+class DecontamFilter(Filter):
+    """Drops (reason: the benchmark's name) documents sharing an indexed n-gram with a benchmark item.
+    The index is the stage's shared resource: built once per run, one copy for every worker."""
+
     name = "decontam"
+    settings = DecontamConfig
+
+    @classmethod
+    def shared_resource(cls, settings: DecontamConfig, storage: Storage | None) -> DecontamIndex:
+        return build_index(settings, storage)
 
     def __init__(self, cfg: DecontamConfig, index: DecontamIndex | None = None):
+        """``index``: the shared resource; None builds it here."""
         self.index = index if index is not None else build_index(cfg)
-        self.hasher = NGramHasher()
+        self.hasher = ngram_hasher()
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
         hit = self.index.match(self.hasher.word_hashes(doc.text), self.hasher)

@@ -14,17 +14,27 @@ quotes, the ellipsis character and CJK full stops also count as end punctuation.
 
 from __future__ import annotations
 
-from raycorpus.process.filters.base import TextView
-from raycorpus.process.filters.gopher import RuleFilter, Rules, line_duplicates
-from raycorpus.process.filters.settings import FineWebQualityConfig
+from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
+from raycorpus.process.filters.gopher import line_duplicates
+from raycorpus.process.filters.registry import register
 
 END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\uff01", "\uff1f")
 
 
+class FineWebQualityConfig(StageSettings):
+    min_line_punct_ratio: float = 0.12
+    max_short_line_ratio: float = 0.67
+    short_line_chars: int = 30
+    max_dup_line_char_ratio: float = 0.01
+    max_newline_word_ratio: float = 0.3
+
+
+@register
 class FineWebQualityFilter(RuleFilter):
     """Drops list-like documents: few punctuated lines, many short or repeated lines."""
 
     name = "fineweb"
+    settings = FineWebQualityConfig
     cfg: FineWebQualityConfig
 
     def _rules(self, view: TextView) -> Rules:

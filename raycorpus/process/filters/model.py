@@ -7,19 +7,30 @@ model's top ``TOP_K``); documents scoring below ``threshold`` are dropped with r
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 from raycorpus.process.filters.resources import fasttext_line, fasttext_predict, load_fasttext
-from raycorpus.process.filters.settings import ModelQualityConfig
 
 MAX_CHARS = 100_000
 TOP_K = 10
 
 
-class ModelQualityFilter:
+class ModelQualityConfig(StageSettings):
+    enabled: bool = False
+    model: str = Field("", description="fastText classifier (.bin/.ftz), e.g. a DCLM-style quality model")
+    label: str = "__label__hq"
+    threshold: float = Field(0.5, ge=0, le=1)
+
+
+@register
+class ModelQualityFilter(Filter):
     """Signals (and ``doc.metadata``) ``model_quality``: the probability of ``label``."""
 
     name = "model_quality"
+    settings = ModelQualityConfig
 
     def __init__(self, cfg: ModelQualityConfig):
         if not cfg.model:

@@ -15,9 +15,11 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from pydantic import Field
+
 from raycorpus.process.document import Document
-from raycorpus.process.filters.base import FilterResult, TextView
-from raycorpus.process.filters.settings import PiiConfig
+from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.registry import register
 
 # Python's re costs ~15 ns per character for patterns that can start anywhere, but is fast for
 # patterns that start with a literal. So each kind is found from a literal-led pattern: e-mails
@@ -31,6 +33,14 @@ IPV4_RE = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
 IPV6_GATE = re.compile(r":[0-9A-Fa-f]{0,4}:")
 IPV6_RE = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{1,4}|(?=::))(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]|\.\d)")
 _BACK = 4  # an address starts at most this many characters before its gate match
+
+
+class PiiConfig(StageSettings):
+    email: bool = True
+    ip: bool = True
+    email_placeholder: str = "|||EMAIL_ADDRESS|||"
+    ip_placeholder: str = "|||IP_ADDRESS|||"
+    max_replacements: int | None = Field(None, ge=0, description="drop documents with more replacements")
 
 
 def _public(candidate: str) -> bool:
@@ -69,11 +79,13 @@ def _replace(text: str, spans: list[tuple[int, int]], placeholder: str) -> str:
     return "".join(out)
 
 
-class PiiScrubber:
+@register
+class PiiScrubber(Filter):
     """Replaces e-mail and public IP addresses; signals ``pii.emails`` / ``pii.ips``; drops with
     ``too_many`` when there are more than ``max_replacements`` of them."""
 
     name = "pii"
+    settings = PiiConfig
 
     def __init__(self, cfg: PiiConfig):
         self.email = cfg.email

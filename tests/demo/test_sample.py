@@ -28,26 +28,26 @@ KINDS = {"article", "exact_copy", "near_copy", "spam", "boilerplate_only", "shor
          "not_found", "redirect", "revisit"}
 
 
-def digests(crawl: SampleCrawl) -> list[str]:
-    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in crawl.warc_paths]
+def digests(sample: SampleCrawl) -> list[str]:
+    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in sample.warc_paths]
 
 
 def is_html_200(p: SamplePage) -> bool:
     return p.record_type == "response" and p.status == 200 and (p.content_type or "").startswith("text/html")
 
 
-def html_records(crawl: SampleCrawl) -> list:
+def html_records(sample: SampleCrawl) -> list:
     out = []
-    for path in crawl.warc_paths:
+    for path in sample.warc_paths:
         with open(path, "rb") as f:
             out += list(iter_html_records(f, Counter(), 8 << 20))
     return out
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory) -> SampleCrawl:
-    """The crawl the end-to-end tests build."""
-    return write_sample_crawl(tmp_path_factory.mktemp("sample") / "warcs", 8, 40, seed=1)
+def sample(crawl) -> SampleCrawl:
+    """The crawl the end-to-end tests build (the session's sample crawl)."""
+    return crawl.sample
 
 
 @pytest.fixture(scope="module")
@@ -70,15 +70,15 @@ def test_same_arguments_give_identical_bytes_and_seeds_differ(default, tmp_path)
     assert [hashlib.sha256(p.read_bytes()).hexdigest() for p in sub] == digests(default)
 
 
-def test_manifest_lists_the_warc_files_relative_to_the_folder(crawl):
-    names = crawl.manifest_path.read_text().splitlines()
-    assert crawl.manifest_path.name == "warc.paths"
-    assert names == [f"CC-SAMPLE-{i:05d}.warc.gz" for i in range(8)] == [p.name for p in crawl.warc_paths]
-    assert all((crawl.manifest_path.parent / n).is_file() for n in names)
+def test_manifest_lists_the_warc_files_relative_to_the_folder(sample):
+    names = sample.manifest_path.read_text().splitlines()
+    assert sample.manifest_path.name == "warc.paths"
+    assert names == [f"CC-SAMPLE-{i:05d}.warc.gz" for i in range(8)] == [p.name for p in sample.warc_paths]
+    assert all((sample.manifest_path.parent / n).is_file() for n in names)
 
 
-def test_counts_describe_the_pages(crawl, default):
-    for c, n_warcs, per in ((crawl, 8, 40), (default, 4, 60)):
+def test_counts_describe_the_pages(sample, default):
+    for c, n_warcs, per in ((sample, 8, 40), (default, 4, 60)):
         kinds = Counter(KIND_KEYS.get(p.kind, p.kind) for p in c.pages)
         assert {k: c.counts[k] for k in kinds} == dict(kinds)
         assert sum(kinds.values()) == c.counts["pages"] == n_warcs * per == len(c.pages)
@@ -93,13 +93,13 @@ def test_counts_describe_the_pages(crawl, default):
             assert here["revisit"] == 1 and here["non_html"] == 4 and min(here.values()) >= 1
             assert {p.lang for p in c.pages if p.warc == i and p.kind == "article"} == {
                 "en", "de", "fr", "es", "ru", "zh", "ja"}
-    assert default.counts["articles"] == 176 and crawl.counts["articles"] == 216
+    assert default.counts["articles"] == 176 and sample.counts["articles"] == 216
 
 
-def test_every_file_parses_into_cc_shaped_records(crawl):
+def test_every_file_parses_into_cc_shaped_records(sample):
     total = 0
-    for i, path in enumerate(crawl.warc_paths):
-        pages = [p for p in crawl.pages if p.warc == i]
+    for i, path in enumerate(sample.warc_paths):
+        pages = [p for p in sample.pages if p.warc == i]
         with open(path, "rb") as f:
             recs = [(r.record_type, r.headers.get("WARC-Target-URI"), r.headers.get("WARC-Concurrent-To"),
                      r.record_id) for r in ArchiveIterator(f, parse_http=True)]
@@ -115,12 +115,13 @@ def test_every_file_parses_into_cc_shaped_records(crawl):
             assert resp[0] == (WarcRecordType.revisit if page.record_type == "revisit" else WarcRecordType.response)
             assert req[1] == resp[1] == meta[1] == page.url
             assert meta[2] == resp[3]
-    assert total == crawl.counts["records"]
-    assert len({p.url for p in crawl.pages if p.kind != "revisit"}) == crawl.counts["pages"] - crawl.counts["revisit"]
+    assert total == sample.counts["records"]
+    pages = {p.url for p in sample.pages if p.kind != "revisit"}
+    assert len(pages) == sample.counts["pages"] - sample.counts["revisit"]
 
 
-def test_digests_verify(crawl):
-    for path in crawl.warc_paths:
+def test_digests_verify(sample):
+    for path in sample.warc_paths:
         with open(path, "rb") as f:
             n_all = sum(1 for _ in ArchiveIterator(f))
         with open(path, "rb") as f:
@@ -131,11 +132,11 @@ def test_digests_verify(crawl):
                 assert rec.verify_block_digest(), rec.headers["WARC-Target-URI"]
 
 
-def test_responses_have_the_intended_status_headers_and_types(crawl):
+def test_responses_have_the_intended_status_headers_and_types(sample):
     seen = Counter()
     payload_digest: dict[str, str] = {}
-    for i, path in enumerate(crawl.warc_paths):
-        pages = [p for p in crawl.pages if p.warc == i]
+    for i, path in enumerate(sample.warc_paths):
+        pages = [p for p in sample.pages if p.warc == i]
         with open(path, "rb") as f:
             recs = ArchiveIterator(f, record_types=WarcRecordType.response | WarcRecordType.revisit, parse_http=True)
             for page, rec in zip(pages, recs, strict=True):
@@ -167,33 +168,33 @@ def test_responses_have_the_intended_status_headers_and_types(crawl):
     assert seen["application/pdf"] == seen["image/png"] == seen["application/json"] == seen["text/plain"] == 8
     assert seen["x-crawler"] > 100
     # exact copies carry the very same payload as their source, near copies do not
-    for p in crawl.pages:
+    for p in sample.pages:
         if p.kind in ("exact_copy", "near_copy"):
             assert (payload_digest[p.url] == payload_digest[p.copy_of]) == (p.kind == "exact_copy")
-    sources = {p.url: p.warc for p in crawl.pages if p.kind == "article"}
-    assert all(any(p.kind == "exact_copy" and sources[p.copy_of] < i for p in crawl.pages if p.warc == i)
+    sources = {p.url: p.warc for p in sample.pages if p.kind == "article"}
+    assert all(any(p.kind == "exact_copy" and sources[p.copy_of] < i for p in sample.pages if p.warc == i)
                for i in range(1, 8))  # copies across files
 
 
-def test_reader_yields_exactly_the_http_200_html_pages(crawl):
-    for i, path in enumerate(crawl.warc_paths):
-        pages = [p for p in crawl.pages if p.warc == i]
+def test_reader_yields_exactly_the_http_200_html_pages(sample):
+    for i, path in enumerate(sample.warc_paths):
+        pages = [p for p in sample.pages if p.warc == i]
         counts: Counter = Counter()
         with open(path, "rb") as f:
             recs = list(iter_html_records(f, counts, 8 << 20))
         assert [r.url for r in recs] == [p.url for p in pages if is_html_200(p)]
         assert counts[ck.skip("not_200")] == sum(p.kind in ("not_found", "redirect") for p in pages)
         assert counts[ck.skip("not_html")] == sum(p.kind == "non_html" for p in pages) == 4
-    assert len(html_records(crawl)) == crawl.counts["html_200"]
+    assert len(html_records(sample)) == sample.counts["html_200"]
 
 
-def test_charset_pages_decode_correctly(crawl):
-    pages = [p for p in crawl.pages if is_html_200(p)]
+def test_charset_pages_decode_correctly(sample):
+    pages = [p for p in sample.pages if is_html_200(p)]
     expected_codec = {"utf-8": "utf-8", "cp1252": "cp1252", "latin-1": "cp1252", "cp1251": "cp1251",
                       "shift_jis": "shift_jis"}
     expected_source = {"http": "http", "http+meta": "http", "meta": "meta", "none": "utf-8"}
     variants = Counter()
-    for page, rec in zip(pages, html_records(crawl), strict=True):
+    for page, rec in zip(pages, html_records(sample), strict=True):
         assert "\ufffd" not in rec.html, page.url
         assert rec.charset == expected_codec[page.charset]
         assert rec.charset_source == expected_source[page.declared]
@@ -212,9 +213,9 @@ def test_charset_pages_decode_correctly(crawl):
         assert sum(v for (w, lang, _, where), v in variants.items() if w == i and where == "none" and lang != "en")
 
 
-def test_main_content_extraction_keeps_the_article_and_drops_the_boilerplate(crawl):
+def test_main_content_extraction_keeps_the_article_and_drops_the_boilerplate(sample):
     checked = 0
-    for page, rec in zip([p for p in crawl.pages if is_html_200(p)], html_records(crawl), strict=True):
+    for page, rec in zip([p for p in sample.pages if is_html_200(p)], html_records(sample), strict=True):
         if page.kind not in ("article", "exact_copy", "near_copy"):
             continue
         text = extract_plain_text(rec.html, main_content=True)
@@ -224,11 +225,11 @@ def test_main_content_extraction_keeps_the_article_and_drops_the_boilerplate(cra
         if page.lang == "en":
             assert "we use cookies" not in text.lower() and "Related stories" not in text
         checked += 1
-    assert checked == crawl.counts["articles"] + crawl.counts["exact_copies"] + crawl.counts["near_copies"]
+    assert checked == sample.counts["articles"] + sample.counts["exact_copies"] + sample.counts["near_copies"]
 
 
-def test_english_articles_read_like_text(crawl):
-    articles = [p for p in crawl.pages if p.kind == "article" and p.lang == "en"]
+def test_english_articles_read_like_text(sample):
+    articles = [p for p in sample.pages if p.kind == "article" and p.lang == "en"]
     grams: dict[str, set] = {}
     for p in articles:
         assert 3 <= len(p.paragraphs) <= 10

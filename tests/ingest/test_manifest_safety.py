@@ -14,7 +14,7 @@ from raycorpus.ingest.manifest import ManifestError, count_manifest, iter_manife
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
-from tests.support.corpus import make_config, make_crawl, make_tokenizer, run
+from tests.support.corpus import make_config, run
 
 GOOD = "crawl-data/CC-MAIN-2025-33/segments/1/warc/a.warc.gz"
 UNSAFE_WITH_BASE = {
@@ -91,14 +91,6 @@ def test_every_accepted_line_resolves_under_the_base(tmp_path):
     assert 0 < accepted < len(lines)
 
 
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
-    root = tmp_path_factory.mktemp("manifest-safety")
-    c = make_crawl(root / "base", n_warcs=3, pages=20, seed=11)
-    tok = make_tokenizer(c, root / "tokenizer.json")
-    return root, c, tok
-
-
 OUTPUT_PATH = re.compile(  # the output layout: every name is a role or an ordinal / shard number
     r"^(run|summary|lock)\.json$|^ledger/ckpt-\d{9}\.json$"
     r"|^(dedup|documents|exclusions)/(dedup-)?\d{9}\.(npz|jsonl\.zst|parquet)$"
@@ -106,9 +98,11 @@ OUTPUT_PATH = re.compile(  # the output layout: every name is a role or an ordin
 )
 
 
-def test_a_run_lists_unsafe_lines_as_failed_reads_none_of_them_and_writes_only_under_the_output(crawl, ray_address):
-    root, c, tok = crawl
+def test_a_run_lists_unsafe_lines_as_failed_reads_none_of_them_and_writes_only_under_the_output(crawls,
+                                                                                                 ray_address):
+    c, tok = crawls(3, 20, seed=11)  # this test's own crawl: it writes beside it
     base = c.manifest_path.parent
+    root = base.parent
     names = [p.name for p in c.warc_paths]
     # real, readable WARCs sit at the places the unsafe lines point to: a line must not reach them
     outside = root / "outside.warc.gz"
@@ -130,7 +124,7 @@ def test_a_run_lists_unsafe_lines_as_failed_reads_none_of_them_and_writes_only_u
     assert written and all(p.resolve().is_relative_to(out.resolve()) for p in written)
     assert not [p for p in written if not OUTPUT_PATH.match(p.relative_to(out).as_posix())], written
     assert not any(n in p.name for p in written for n in [*names, outside.name])
-    assert sorted(p.name for p in root.iterdir()) == sorted(["base", "tokenizer.json", "outside.warc.gz",
+    assert sorted(p.name for p in root.iterdir()) == sorted([base.name, "tokenizer.json", "outside.warc.gz",
                                                              "warc.paths", "out"])
     checks = verify_output(Storage(), str(out))
     assert all(ch.ok for ch in checks), format_checks(checks)

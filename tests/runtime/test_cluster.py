@@ -26,7 +26,7 @@ import yaml
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from tests.support.cluster import RAY, LocalCluster, ray_env
-from tests.support.corpus import make_config, make_crawl, make_tokenizer, shard_digests
+from tests.support.corpus import make_config, shard_digests
 from tests.support.paths import REPO
 from tests.support.servers import free_port
 
@@ -38,10 +38,9 @@ FAKE_AUTOSCALER_CONFIG = REPO / "deploy" / "autoscaler" / "fake-multinode.yaml"
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cluster-crawl")
-    c = make_crawl(root / "warcs", n_warcs=N_WARCS, pages=200)
-    return c, make_tokenizer(c, root / "tokenizer.json")
+def big_crawl(crawls):
+    """Long enough to change the cluster mid-run."""
+    return crawls(N_WARCS, 200)
 
 
 def write_config(path: Path, crawl, out: Path, **sections) -> Path:
@@ -57,10 +56,10 @@ def raycorpus_cli(*args: str, env: dict[str, str] | None = None, timeout: float 
 
 
 @pytest.fixture(scope="module")
-def reference(crawl, tmp_path_factory):
+def big_reference(big_crawl, tmp_path_factory):
     """One undisturbed build on a private single-node Ray (no RAY_ADDRESS): the expected bytes."""
     root = tmp_path_factory.mktemp("cluster-ref")
-    cfg = write_config(root / "c.yaml", crawl, root / "out",
+    cfg = write_config(root / "c.yaml", big_crawl, root / "out",
                        ray={"num_cpus": 2, "object_store_memory": 200 * 2**20})
     r = raycorpus_cli("run", str(cfg))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -121,24 +120,24 @@ class Job:
         return self.status()
 
 
-def test_ray_job_submit_on_a_two_node_cluster(crawl, reference, tmp_path):
+def test_ray_job_submit_on_a_two_node_cluster(big_crawl, big_reference, tmp_path):
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out, run={"progress": "log"})
+    cfg = write_config(tmp_path / "c.yaml", big_crawl, out, run={"progress": "log"})
     with LocalCluster(head_cpus=1, dashboard=True) as cluster:
         cluster.add_node(num_cpus=1)
         job = Job(cluster, cfg, wait=True)  # tails the job's logs until it ends; exit 1 if it failed
         assert job.submitted.returncode == 0, job.submitted.stdout[-4000:] + job.submitted.stderr[-2000:]
         assert job.status() == "SUCCEEDED", job.logs()[-4000:]
         assert f"{N_WARCS} committed, 0 failed" in job.logs()  # the CLI's summary, in the job's logs
-    summary = assert_same_corpus(out, reference)
+    summary = assert_same_corpus(out, big_reference)
     assert summary["this_run"]["workers"] == 2  # one per cluster CPU, over both nodes
     assert len(summary["this_run"]["warcs_by_node"]) == 2, summary["this_run"]
 
 
-def test_worker_node_lost_mid_run(crawl, reference, tmp_path):
+def test_worker_node_lost_mid_run(big_crawl, big_reference, tmp_path):
     """SIGKILL the worker node's raylet while the job runs: it finishes on the head, same bytes."""
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out)
+    cfg = write_config(tmp_path / "c.yaml", big_crawl, out)
     with LocalCluster(head_cpus=1, dashboard=True, env=ray_env(**FAST_METRICS)) as cluster:
         worker = cluster.add_node(num_cpus=1)
         job = Job(cluster, cfg, wait=False)
@@ -152,16 +151,16 @@ def test_worker_node_lost_mid_run(crawl, reference, tmp_path):
         state = job.wait_done()
         assert state == "SUCCEEDED", job.logs()[-4000:]
         wait_for("the lost node to be declared dead", lambda: cluster.alive_nodes() == 1, timeout=120, interval=2)
-    summary = assert_same_corpus(out, reference)
+    summary = assert_same_corpus(out, big_reference)
     run = summary["this_run"]
     print(f"node lost after {at_kill} of {N_WARCS} WARCs; retried {run['retried']}, by node {run['warcs_by_node']}")
     assert len(run["warcs_by_node"]) == 2  # both nodes worked before the loss
 
 
-def test_pool_follows_nodes_joining_and_leaving(crawl, reference, tmp_path):
+def test_pool_follows_nodes_joining_and_leaving(big_crawl, big_reference, tmp_path):
     """Elastic: a 1-CPU cluster gains a node mid-run (the pool grows onto it), then loses it again."""
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out, ray={"resize_interval_seconds": 1})
+    cfg = write_config(tmp_path / "c.yaml", big_crawl, out, ray={"resize_interval_seconds": 1})
     samples: list[tuple[float, int]] = []  # (time, WARCs committed)
 
     def progressed(n: int) -> Callable[[], bool]:
@@ -192,7 +191,7 @@ def test_pool_follows_nodes_joining_and_leaving(crawl, reference, tmp_path):
                 proc.kill()
                 proc.wait()
         assert proc.returncode == 0, stderr[-3000:]
-    summary = assert_same_corpus(out, reference)
+    summary = assert_same_corpus(out, big_reference)
     run = summary["this_run"]
     assert run["workers"] == 2
     assert len(run["warcs_by_node"]) == 2 and all(n > 0 for n in run["warcs_by_node"].values()), run
@@ -236,15 +235,15 @@ class HeldFileServer:
         self.thread.join()
 
 
-def test_results_waiting_for_commit_survive_the_loss_of_their_node(crawl, reference, tmp_path):
+def test_results_waiting_for_commit_survive_the_loss_of_their_node(big_crawl, big_reference, tmp_path):
     """WARC 0 is held (its HTTP response waits), so WARCs that a second node processes meanwhile
     wait in the reorder buffer; that node is then SIGKILLed. Their results were copied to the
     driver's node when they finished, so the run commits them without processing them again."""
-    c, _ = crawl
+    c, _ = big_crawl
     first = c.manifest_path.read_text().split()[0]
     www = HeldFileServer(c.manifest_path.parent, held=first)
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out, input={"base": www.url},
+    cfg = write_config(tmp_path / "c.yaml", big_crawl, out, input={"base": www.url},
                        ray={"resize_interval_seconds": 1}, storage={"timeout_seconds": 600})
     try:
         with LocalCluster(head_cpus=1, env=ray_env(**FAST_METRICS)) as cluster:
@@ -268,7 +267,7 @@ def test_results_waiting_for_commit_survive_the_loss_of_their_node(crawl, refere
             assert proc.returncode == 0, stderr[-3000:]
     finally:
         www.stop()
-    summary = assert_same_corpus(out, reference)
+    summary = assert_same_corpus(out, big_reference)
     run = summary["this_run"]
     print(f"WARCs by node {run['warcs_by_node']}, retried {run['retried']}")
     assert len(run["warcs_by_node"]) == 2 and min(run["warcs_by_node"].values()) >= 2
@@ -280,7 +279,7 @@ def alive_worker_nodes(cluster: LocalCluster) -> int:
 
 
 @pytest.mark.parametrize("workers", [None, 2], ids=["pool-from-cpus", "workers-2"])
-def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, reference, tmp_path, workers):
+def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(big_crawl, big_reference, tmp_path, workers):
     """A head with no CPU and Ray's fake multi-node autoscaler: raycorpus's pending extraction
     workers make it start nodes (one for a pool sized from the cluster's CPUs, which asks for one
     worker while there is none; two for ``ray.workers: 2``), the run completes on them, and the
@@ -291,7 +290,7 @@ def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, re
     autoscaling = tmp_path / "autoscaler.yaml"
     autoscaling.write_text(yaml.safe_dump(config))
     out = tmp_path / "out"
-    cfg = write_config(tmp_path / "c.yaml", crawl, out, **({"ray": {"workers": workers}} if workers else {}))
+    cfg = write_config(tmp_path / "c.yaml", big_crawl, out, **({"ray": {"workers": workers}} if workers else {}))
     env = ray_env(RAY_FAKE_CLUSTER="1", AUTOSCALER_UPDATE_INTERVAL_S="1")
     with LocalCluster(head_cpus=0, env=env, gcs_port=gcs_port,
                       head_args=(f"--autoscaling-config={autoscaling}",)) as cluster:
@@ -306,10 +305,10 @@ def test_fake_autoscaler_scales_from_zero_for_pending_workers_and_back(crawl, re
             worker_nodes)  # the fake provider's worker node ids, never the head's
         wait_for("the autoscaler to remove the idle worker nodes", lambda: alive_worker_nodes(cluster) == 0,
                  timeout=180, interval=2)
-    assert_same_corpus(out, reference)
+    assert_same_corpus(out, big_reference)
 
 
-def test_a_stray_local_cluster_is_not_joined(crawl, reference, tmp_path):
+def test_a_stray_local_cluster_is_not_joined(big_crawl, big_reference, tmp_path):
     """A cluster started on this machine with `ray start --head`, and neither `ray.address` nor RAY_ADDRESS:
     the CLI starts a private Ray, as the README says, instead of joining whatever runs here."""
     ray_tmp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
@@ -319,7 +318,7 @@ def test_a_stray_local_cluster_is_not_joined(crawl, reference, tmp_path):
             probe = "import ray; ray.init(log_to_driver=False); print('JOINED', ray.get_runtime_context().gcs_address)"
             joined = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
             assert f"JOINED {stray.address}" in joined.stdout, joined.stderr[-2000:]  # the hazard is real here
-            cfg = write_config(tmp_path / "c.yaml", crawl, tmp_path / "out",
+            cfg = write_config(tmp_path / "c.yaml", big_crawl, tmp_path / "out",
                                ray={"num_cpus": 2, "object_store_memory": 200 * 2**20})
             r = raycorpus_cli("run", str(cfg), env=env)
             assert stray.alive_nodes() == 1  # the stray cluster is untouched and still up
@@ -327,4 +326,4 @@ def test_a_stray_local_cluster_is_not_joined(crawl, reference, tmp_path):
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Started a local Ray instance" in r.stderr and "Connecting to existing Ray cluster" not in r.stderr
-    assert_same_corpus(tmp_path / "out", reference)
+    assert_same_corpus(tmp_path / "out", big_reference)

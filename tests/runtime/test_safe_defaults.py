@@ -34,6 +34,7 @@ finally:
 """
 
 
+@pytest.mark.integration  # starts a private Ray in a subprocess
 def test_a_locally_started_ray_listens_on_loopback_only(tmp_path):
     port = free_port()
     raw = {"input": {"manifest": str(tmp_path / "m")}, "output": {"path": str(tmp_path / "o")},

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import NamedTuple
 
 from raycorpus.config import Config, config_from_dict
-from raycorpus.demo import write_sample_crawl
+from raycorpus.demo import SampleCrawl, write_sample_crawl
 from raycorpus.process.prepare import train_tokenizer_from_input
+
+
+class Crawl(NamedTuple):
+    """A sample crawl and the path of a BPE tokenizer trained on it (unpacks as ``sample, tokenizer``)."""
+
+    sample: SampleCrawl
+    tokenizer: str
 
 
 def make_crawl(root: Path, n_warcs: int = 8, pages: int = 40, seed: int = 1):

@@ -1,6 +1,6 @@
 """Build ``raycorpus.json``, the Grafana (11.6, schemaVersion 41) dashboard of a raycorpus build.
 
-Run ``python dashboards/build.py`` after changing this file; ``tests/test_dashboard.py`` checks the committed
+Run ``python dashboards/build.py`` after changing this file; ``tests/deploy/test_dashboard.py`` checks the committed
 JSON is this script's output, that it validates against Grafana's dashboard JSON Schema, that every PromQL
 expression parses, and that every metric it reads is one ``raycorpus/runtime/metrics.py`` declares.
 

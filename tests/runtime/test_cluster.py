@@ -1,4 +1,4 @@
-"""A real multi-node Ray cluster on this machine (tests/cluster.py): ``ray job submit``, a worker
+"""A real multi-node Ray cluster on this machine (tests/support/cluster.py): ``ray job submit``, a worker
 node lost mid-run, the pool growing and shrinking with the cluster, and Ray's fake autoscaler.
 
 Every run is compared with one undisturbed build of the same crawl: the shards must be

@@ -103,12 +103,25 @@ class TokenizerConfig(_Model):
 
 
 class RayConfig(_Model):
+    @model_validator(mode="before")
+    @classmethod
+    def _tokenizers_are_writers(cls, v: Any) -> Any:
+        """``tokenizers`` (before 0.2: actors that encoded and wrote document files) is read as ``writers``:
+        the workers tokenize now."""
+        if isinstance(v, dict) and "tokenizers" in v:
+            v = dict(v)
+            n = v.pop("tokenizers")
+            v.setdefault("writers", n)
+        return v
+
     address: str | None = Field(None, description="cluster to join; default: RAY_ADDRESS if set, else start one")
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a locally started Ray (default: all)")
     workers: int | None = Field(None, ge=1, description="extraction actors (default: one per cluster CPU)")
     max_workers: int | None = Field(None, ge=1, description="upper bound when the pool grows with the cluster")
     worker_cpus: float = Field(1.0, gt=0)
-    tokenizers: int = Field(1, ge=1, description="tokenizer actors")
+    writers: int | None = Field(
+        None, ge=1, description="document writer actors (documents/, parquet, the dedup audit); default one per "
+        "32 workers, re-checked with the pool; none when the output has no document files")
     in_flight_per_worker: int = Field(2, ge=1, description="WARCs queued per worker (backpressure)")
     reorder_buffer: int | None = Field(
         None, ge=1, description="max WARCs finished but not yet committed (default 4 x workers)"

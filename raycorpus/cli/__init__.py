@@ -66,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--workers", default="1,2", help="worker counts of the end-to-end Ray runs")
     b.add_argument("--copies", type=int, default=4, help="times the input is listed in the Ray runs' manifest")
     b.add_argument("--no-pipeline", action="store_true", help="only the in-process figures")
+    b.add_argument("--commit-path", action="store_true",
+                   help="replay the input's worker results through the real commit path: what one head sustains")
+    b.add_argument("--replayed", type=int, default=40, help="--commit-path: WARCs replayed per run")
+    b.add_argument("--pages-per-warc", type=int, default=35_000,
+                   help="--commit-path: HTML pages per replayed WARC (Common Crawl: ~35,000)")
+    b.add_argument("--dup-rate", type=float, default=0.1, help="--commit-path: share of replayed duplicates")
+    b.add_argument("--worker-ms", type=float, help="--commit-path: a worker's ms per input page (default: measured)")
     b.add_argument("--save", help="also write the JSON here (for tracking across commits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_command("bench", "cmd_bench"))

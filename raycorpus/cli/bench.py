@@ -16,6 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from raycorpus import counts as ck
 from raycorpus.cli.common import EXIT_OK
 from raycorpus.config import Config, load_config
@@ -23,38 +25,38 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardPacker
 from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards
 from raycorpus.process.pipeline import WarcProcessor
-from raycorpus.process.tokenize import TokenEncoder
+from raycorpus.process.tokenize import TokenEncoder, keep_documents
 
 
 def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
-    proc = WarcProcessor(cfg)
     encoder = TokenEncoder(cfg.tokenizer)
+    proc = WarcProcessor(cfg, encoder=encoder)  # tokenizes what passes the filters, as the workers do
     layout = Layout.from_config(cfg.dedup, 1)
     runs: list[dict[str, float]] = []
     counts: Counter = Counter()
+    tokens = np.zeros(0, encoder.dtype)
     for r in range(repeats + 1):  # the first pass is a warm-up
         stage_ns: Counter = Counter()
         counts = Counter()
-        docs = []
+        encoded = []
         dedup = Deduplicator(layout, cfg.dedup.threshold, LocalShards(layout)) if cfg.dedup.enabled else None
         t0 = time.perf_counter()
         for i, url in enumerate(warcs):
             res = proc.process(i, url)
             counts.update(res.counts)
             counts[ck.BYTES_READ] += res.bytes_read
-            kept = res.docs
+            keep = None
             if dedup is not None:  # the committer's share: LSH query, verification, insert
                 t = time.perf_counter_ns()
                 decision, _ = dedup.decide(i, res.content_hashes, res.signatures)
                 stage_ns["dedup"] += time.perf_counter_ns() - t
-                kept = [d for d, k in zip(res.docs, decision.keep, strict=True) if k]
+                keep = decision.keep
                 decision.count_into(counts, tag=False)
-            docs.extend(kept)
+            encoded.append(keep_documents(res.tokens, res.lengths, keep))
         wall = time.perf_counter() - t0
         stage_ns.update({k.name: v for k, v in ck.of_kind(counts, ck.Kind.TIME).items()})
-        t = time.perf_counter_ns()
-        tokens, lengths = encoder.encode([d.text for d in docs])
-        stage_ns["tokenize"] = time.perf_counter_ns() - t
+        tokens = np.concatenate([t for t, _ in encoded]) if encoded else tokens
+        lengths = np.concatenate([n for _, n in encoded]) if encoded else np.zeros(0, np.uint64)
         with tempfile.TemporaryDirectory() as out:
             packer = ShardPacker(Storage(), out, cfg.output.shard_size_tokens, encoder.meta())
             t = time.perf_counter_ns()
@@ -138,6 +140,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     token_meta = prepare_tokenizer(cfg).meta()
     warcs = args.warc or list(itertools.islice(
         iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
+    if args.commit_path:
+        return _bench_commit_path(args, cfg, token_meta, warcs)
     workers = [int(w) for w in args.workers.split(",") if w]
     if args.no_pipeline or not workers:
         result = {"chain": bench_chain(cfg, warcs, repeats=args.repeats)}
@@ -156,4 +160,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             from raycorpus.cli.bench_pipeline import format_pipeline
 
             print(format_pipeline(result))
+    return EXIT_OK
+
+
+def _bench_commit_path(args: argparse.Namespace, cfg, token_meta: dict, warcs: list[str]) -> int:
+    from raycorpus.runtime.replay import bench_commit_path, format_commit_path
+
+    result = {"commit_path": bench_commit_path(
+        cfg, token_meta, warcs, replayed=args.replayed, pages_per_warc=args.pages_per_warc, dup_rate=args.dup_rate,
+        repeats=args.repeats, worker_ms=args.worker_ms)}
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1) if args.json else format_commit_path(result["commit_path"]))
     return EXIT_OK

@@ -19,7 +19,7 @@ import numpy as np
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
-from raycorpus.ingest.warc import iter_html_records
+from raycorpus.ingest.warc import HtmlRecord, iter_html_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.document import Document
@@ -27,8 +27,10 @@ from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
 from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
+from raycorpus.process.tokenize import TokenEncoder
 
-READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS = (ck.time_in(s) for s in ("read", "extract", "hash", "minhash"))
+READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS, TOKENIZE_NS = (
+    ck.time_in(s) for s in ("read", "extract", "hash", "minhash", "tokenize"))
 
 
 def content_hash(text: str) -> int:
@@ -40,10 +42,13 @@ def content_hash(text: str) -> int:
 class WarcProcessor:
     """Builds the document chain once; ``process`` runs it over one WARC."""
 
-    def __init__(self, cfg: Config, with_filters: bool = True, resources: Mapping[str, object] | None = None):
+    def __init__(self, cfg: Config, with_filters: bool = True, resources: Mapping[str, object] | None = None,
+                 encoder: TokenEncoder | None = None):
         """``resources``: the chain's shared resources, built once per run (``Chain.shared_resources``);
-        None builds them here."""
+        None builds them here. ``encoder``: tokenize the documents that passed (the workers do; the
+        committer then only drops the duplicates' tokens)."""
         self.cfg = cfg
+        self.encoder = encoder
         self.storage = Storage(cfg.storage)
         self.extractor = Extractor(cfg.extract)
         self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
@@ -70,50 +75,61 @@ class WarcProcessor:
                 if rec is None:
                     break
                 counts[ck.HTML] += 1
-                if self.chain and (reason := self.chain.check_url(rec.url, counts)):
-                    self._exclude(excluded, rec.url, rec.record_id, None, reason)
+                doc = self._document(rec, counts, excluded)
+                if doc is None or not self._hash(doc, counts, excluded, hashes, sigs):
                     continue
-                t = clock()
-                text, reason = self.extractor(rec)
-                counts[EXTRACT_NS] += clock() - t
-                if text is None:
-                    counts[ck.drop("extract", reason)] += 1
-                    self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
-                    continue
-                doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
-                               metadata={"charset": rec.charset})
-                if self.chain and (reason := self.chain(doc, counts)):
-                    self._exclude(excluded, doc.url, doc.record_id, doc, reason)
-                    continue
-                try:
-                    t = clock()
-                    digest = content_hash(doc.text)
-                    t_hashed = clock()
-                    sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
-                except Exception:  # one document that breaks hashing is one dropped document, never the WARC
-                    counts[ck.drop("error", "hash")] += 1
-                    self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
-                    continue
-                counts[HASH_NS] += t_hashed - t
-                hashes.append(digest)
-                if sig is not None:
-                    counts[MINHASH_NS] += clock() - t_hashed
-                    sigs.append(sig)
                 counts[ck.KEPT] += 1
                 docs.append(doc)
             bytes_read = stream.tell()
         if self.exclusions.enabled and excluded:
             self._write_exclusions(ordinal, excluded)
-        return WarcResult(
-            ordinal=ordinal,
-            url=url,
-            docs=docs,
-            content_hashes=np.array(hashes, dtype=np.uint64),
-            signatures=self._stack(sigs),
-            counts=counts,
-            bytes_read=bytes_read,
-            seconds=time.perf_counter() - t0,
-        )
+        result = WarcResult(ordinal, url, docs, np.array(hashes, dtype=np.uint64), self._stack(sigs), counts,
+                            bytes_read, 0.0)
+        if self.encoder is not None:
+            t = clock()
+            result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
+            counts[TOKENIZE_NS] += clock() - t
+        result.seconds = time.perf_counter() - t0
+        return result
+
+    def _document(self, rec: HtmlRecord, counts: Counter, excluded: list[dict]) -> Document | None:
+        """The record's document after extraction and the filter chain, or None (dropped, counted)."""
+        if self.chain and (reason := self.chain.check_url(rec.url, counts)):
+            self._exclude(excluded, rec.url, rec.record_id, None, reason)
+            return None
+        t = time.perf_counter_ns()
+        text, reason = self.extractor(rec)
+        counts[EXTRACT_NS] += time.perf_counter_ns() - t
+        if text is None:
+            counts[ck.drop("extract", reason)] += 1
+            self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
+            return None
+        doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
+                       metadata={"charset": rec.charset})
+        if self.chain and (reason := self.chain(doc, counts)):
+            self._exclude(excluded, doc.url, doc.record_id, doc, reason)
+            return None
+        return doc
+
+    def _hash(self, doc: Document, counts: Counter, excluded: list[dict], hashes: list[int],
+              sigs: list[np.ndarray]) -> bool:
+        """Add the document's content hash and MinHash signature; False if hashing broke (a counted drop)."""
+        clock = time.perf_counter_ns
+        try:
+            t = clock()
+            digest = content_hash(doc.text)
+            t_hashed = clock()
+            sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
+        except Exception:  # one document that breaks hashing is one dropped document, never the WARC
+            counts[ck.drop("error", "hash")] += 1
+            self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
+            return False
+        counts[HASH_NS] += t_hashed - t
+        hashes.append(digest)
+        if sig is not None:
+            counts[MINHASH_NS] += clock() - t_hashed
+            sigs.append(sig)
+        return True
 
     def _stack(self, sigs: list[np.ndarray]) -> np.ndarray | None:
         if self.minhasher is None:

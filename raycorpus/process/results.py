@@ -22,10 +22,16 @@ class WarcResult:
     counts: Counter  # Counter[counts.Key]: stage counters and drop reasons
     bytes_read: int
     seconds: float
+    tokens: np.ndarray | None = None  # the documents' token ids, each followed by EOS, concatenated (if encoded)
+    lengths: np.ndarray | None = None  # uint64 tokens per document
 
     def summary(self) -> WarcSummary:
         return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),
                            Counter(self.counts))
+
+    def encoded(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(tokens, lengths), what the packer appends."""
+        return self.tokens, self.lengths
 
     def dedup_payload(self, eligible: np.ndarray | None = None) -> DedupPayload:
         return DedupPayload(self.content_hashes, self.signatures, eligible)

@@ -40,10 +40,13 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 class TokenEncoder:
-    """Encodes batches of documents into one flat token array plus per-document lengths."""
+    """Encodes batches of documents into one flat token array plus per-document lengths.
 
-    def __init__(self, cfg: TokenizerConfig):
-        self.tokenizer = load_tokenizer(cfg)
+    ``tokenizer_json``: the tokenizer itself (``Tokenizer.to_str()``), as the driver hands it to the
+    workers of a cluster, whose nodes need not have ``cfg.path``; else it is loaded from ``cfg``."""
+
+    def __init__(self, cfg: TokenizerConfig, tokenizer_json: str | None = None):
+        self.tokenizer = Tokenizer.from_str(tokenizer_json) if tokenizer_json else load_tokenizer(cfg)
         eos_id = self.tokenizer.token_to_id(cfg.eos)
         if eos_id is None:
             raise TokenizerError(f"tokenizer.eos {cfg.eos!r} is not a token of the tokenizer")
@@ -76,6 +79,13 @@ class TokenEncoder:
             "dtype": self.dtype.str,
             "eos_id": self.eos_id,
         }
+
+
+def keep_documents(tokens: np.ndarray, lengths: np.ndarray, keep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens and lengths of the documents ``keep`` marks (None: all of them)."""
+    if keep is None or keep.all():
+        return tokens, lengths
+    return tokens[np.repeat(keep, lengths.astype(np.int64))], lengths[keep]
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, out_path: str, eos: str, min_frequency: int = 2) -> Tokenizer:

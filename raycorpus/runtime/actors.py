@@ -17,7 +17,8 @@ from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_re
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
-from raycorpus.process.results import DedupPayload, StorageUse, WarcSummary
+from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
+from raycorpus.process.tokenize import TokenEncoder, keep_documents
 from raycorpus.runtime import faults
 from raycorpus.runtime.metrics import Metrics
 
@@ -27,25 +28,37 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-class _Measured:
+def cpu_seconds() -> float:
+    """CPU time this process has used (user + system, every thread)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+class Measured:
     def peak_rss_mb(self) -> float:
         return peak_rss_mb()
 
+    def cpu_seconds(self) -> float:
+        return cpu_seconds()
+
 
 @ray.remote
-class WarcWorker(_Measured):
-    """Stateless: one WARC in, (summary, documents, dedup keys) out."""
+class WarcWorker(Measured):
+    """Stateless: one WARC in; (summary, documents, dedup keys, tokens) out."""
 
-    def __init__(self, cfg: Config, resources: dict[str, object] | None = None):
-        self.processor = WarcProcessor(cfg, resources=resources)
+    def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None):
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per worker: Ray schedules the rest
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        encoder = TokenEncoder(cfg.tokenizer, tokenizer_json) if tokenizer_json else None  # None: no tokens
+        self.processor = WarcProcessor(cfg, resources=resources, encoder=encoder)
         self.metrics = Metrics(cfg.output.path)
         self.node_id = ray.get_runtime_context().get_node_id()
 
     def ready(self) -> str:
         return self.node_id
 
-    @ray.method(num_returns=3)
-    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload]:
+    @ray.method(num_returns=4)
+    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload, tuple]:
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url)
@@ -54,45 +67,42 @@ class WarcWorker(_Measured):
         summary.storage = StorageUse(stats["retries"] - before["retries"], stats["throttled"] - before["throttled"])
         summary.node = self.node_id
         self.metrics.warc_processed(summary)
-        eligible = None
-        if self.processor.chain is not None and self.processor.chain.tag:  # dedup what filter mode would keep
-            eligible = np.array([not d.metadata.get("would_drop") for d in result.docs], bool)
-        return summary, result.docs, result.dedup_payload(eligible)
+        tag = self.processor.chain is not None and self.processor.chain.tag
+        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), result.encoded()
+
+
+def eligible_for_dedup(result: WarcResult, tag: bool) -> np.ndarray | None:
+    """Tag mode dedups what filter mode would keep; None (filter mode): every document."""
+    return np.array([not d.metadata.get("would_drop") for d in result.docs], bool) if tag else None
 
 
 @ray.remote
-class TokenizerActor(_Measured):
-    """Encodes a committed WARC's documents (and writes its documents file, if asked)."""
+class DocumentWriter(Measured):
+    """Writes a committed WARC's document files: documents/*.jsonl.zst and *.parquet (the kept documents,
+    or in tag mode every document with its dedup marks) and the dedup audit. Started only when the
+    output asks for one of them; what it writes is durable before the packer's checkpoint names the WARC."""
 
-    def __init__(self, cfg: Config):
-        os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per actor; Ray schedules the rest
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from raycorpus.process.tokenize import TokenEncoder
-
-        self.encoder = TokenEncoder(cfg.tokenizer)
+    def __init__(self, cfg: Config, token_meta: dict):
         self.storage = Storage(cfg.storage)
         self.out_url = cfg.output.path
+        self.token_meta = token_meta
         self.write_documents = cfg.output.documents
         self.write_parquet = "parquet" in cfg.output.format
         self.tag = cfg.filters.mode == "tag"
 
-    def encode(self, ordinal: int, warc: str, docs: list[Document], verdict: DedupVerdict | None = None):
-        """Everything below is durable before the packer's checkpoint names this WARC."""
-        faults.point("encode", ordinal, whole_run=False)
+    def write(self, ordinal: int, warc: str, docs: list[Document], verdict: DedupVerdict | None = None) -> int:
+        faults.point("write", ordinal, whole_run=False)
         if verdict is not None:
-            if verdict.record is not None:
-                url = join_url(join_url(self.out_url, DEDUP_DIR), record_name(ordinal))
-                self.storage.write_atomic(url, verdict.record)
             docs = apply_decision(self.storage, self.out_url, ordinal, warc, docs, verdict, self.tag)
         if self.write_documents:
             write_jsonl_zst(self.storage, self.out_url, DOCUMENTS_DIR, ordinal, [doc_row(d, warc) for d in docs])
         if self.write_parquet:
-            write_parquet(self.storage, self.out_url, ordinal, docs, warc, self.encoder.meta())
-        return self.encoder.encode([d.text for d in docs])
+            write_parquet(self.storage, self.out_url, ordinal, docs, warc, self.token_meta)
+        return len(docs)
 
 
 @ray.remote
-class LshShardActor(_Measured):
+class LshShardActor(Measured):
     """One slice of the dedup index: a cache, rebuilt from committed WARCs' dedup records."""
 
     def __init__(self, layout: Layout, index: int, cfg: Config):
@@ -118,12 +128,14 @@ class LshShardActor(_Measured):
 
 
 @ray.remote
-class PackerActor(_Measured):
+class PackerActor(Measured):
     """The single writer. Rebuilt from the ledger if it is ever restarted (``replacement``: by the
     driver, mid-run, after the previous one died)."""
 
     def __init__(self, cfg: Config, token_meta: dict, run_id: str | None = None, replacement: bool = False):
         storage = Storage(cfg.storage)
+        self.storage = faults.wrap_storage(storage)
+        self.dedup_url = join_url(cfg.output.path, DEDUP_DIR)
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(
             faults.wrap_storage(storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
@@ -134,8 +146,13 @@ class PackerActor(_Measured):
     def progress(self) -> Position:
         return self.writer.progress()
 
-    def commit(self, ordinal: int, warc: str, summary: WarcSummary, encoded, attempts: int) -> Position:
-        tokens, lengths = encoded
+    def commit(self, ordinal: int, warc: str, summary: WarcSummary, encoded: tuple, keep: np.ndarray | None,
+               attempts: int, record: bytes | None = None, written: int | None = None) -> Position:
+        """Append the kept documents' tokens (``keep``: per document; None keeps all), after the WARC's
+        dedup ``record`` is durable. ``written``: the document writer's result, a dependency only."""
+        if record is not None:
+            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), record)
+        tokens, lengths = keep_documents(*encoded, keep)
         return self.writer.commit(ordinal, warc, summary, tokens, lengths, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:

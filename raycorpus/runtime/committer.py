@@ -1,20 +1,21 @@
-"""The committer: WARCs in manifest order through dedup, the tokenizers and the single writer.
+"""The committer: WARCs in manifest order through dedup and into the single writer.
 
 Finished WARCs wait in a bounded reorder buffer until every earlier one is there. Then, in
-manifest order, the dedup decision is taken (once), a tokenizer encodes the kept documents and
-the packer appends them and later checkpoints the ledger. Every WARC sent stays in the resend
-log until a durable checkpoint names it: if the packer or a tokenizer is lost, a new packer
-reopens at its last checkpoint and gets every WARC it has not taken again, with the same dedup
-decision, so nothing is read or decided twice.
+manifest order, the dedup decision is taken (once) and the packer appends the kept documents'
+tokens (the workers tokenized them) and later checkpoints the ledger; when the output has
+document files (documents/, parquet, the dedup audit), a document writer writes them first.
+Every WARC sent stays in the resend log until a durable checkpoint names it: if the packer or a
+writer is lost, a new packer reopens at its last checkpoint and gets every WARC it has not taken
+again, with the same dedup decision, so nothing is read or decided twice.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
@@ -25,7 +26,7 @@ from raycorpus.output.ledger import Ledger
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
-from raycorpus.runtime.actors import PackerActor, TokenizerActor
+from raycorpus.runtime.actors import DocumentWriter, PackerActor
 from raycorpus.runtime.cluster import on_this_node
 from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.metrics import Metrics
@@ -43,9 +44,11 @@ class Sent:
 
     task: Task
     summary: WarcSummary | None  # None: listed as failed
-    docs: ray.ObjectRef | None = None  # its documents, released once the packer has taken the WARC
+    encoded: ray.ObjectRef | None = None  # (tokens, lengths) from the worker: what a replacement packer is sent
+    keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
     verdict: DedupVerdict | None = None
-    encoded: ray.ObjectRef | None = None  # the tokenizer's output, what a replacement packer is sent
+    docs: ray.ObjectRef | None = None  # for the document writer; released once the packer has taken the WARC
+    written: ray.ObjectRef | None = None  # the document writer's call
 
 
 class Committer:
@@ -56,12 +59,7 @@ class Committer:
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
-        self.tokenizers = [
-            TokenizerActor.options(num_cpus=0, max_restarts=-1, max_task_retries=3,
-                                   scheduling_strategy=on_this_node(), **faults.actor_options()).remote(cfg)
-            for _ in range(cfg.ray.tokenizers)
-        ]
-        self._next_tokenizer = itertools.cycle(self.tokenizers)
+        self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
         self.dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
         if self.dedup is not None and self.next_commit:
             self.dedup.rebuild()
@@ -69,7 +67,7 @@ class Committer:
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
         self.sent: deque[Sent] = deque()  # the resend log
-        self.recoveries = {"packer": 0, "tokenizer": 0}
+        self.recoveries = {"packer": 0, "writer": 0}
         self._stuck_at = (-1, 0)  # (packer position, recoveries there)
 
     def _start_packer(self, replacement: bool = False):
@@ -94,7 +92,8 @@ class Committer:
                 summary, verdict = self._decide(item) if self.dedup is not None else (item.summary, None)
                 self.metrics.warc_committed(summary)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
-                self.sent.append(Sent(item.task, summary, item.docs, verdict))
+                keep = verdict.decision.keep if verdict is not None and not self.tag else None
+                self.sent.append(Sent(item.task, summary, item.encoded, keep, verdict, item.docs))
             self._send(self.sent[-1])
             self.next_commit += 1
         while self.calls and (len(self.calls) > 8 or _is_ready(self.calls[0])):
@@ -121,10 +120,11 @@ class Committer:
         if item.summary is None:
             self.calls.append(self.packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
             return
-        if item.docs is not None:  # not taken by the packer yet: (re-)encode, deterministically
-            item.encoded = next(self._next_tokenizer).encode.remote(task.ordinal, task.warc, item.docs, item.verdict)
-        self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.encoded,
-                                                    task.attempts))
+        if self.writers is not None and item.docs is not None:  # not taken by the packer yet: (re-)write
+            item.written = self.writers.next().write.remote(task.ordinal, task.warc, item.docs, item.verdict)
+        record = item.verdict.record if item.verdict is not None else None
+        self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.encoded, item.keep,
+                                                    task.attempts, record, item.written))
 
     def _note(self, position: Position) -> None:
         self.position = position
@@ -145,12 +145,12 @@ class Committer:
         """Replace a lost packer (it reopens at its last checkpoint) and send again, in order, every
         WARC it has not taken; a WARC whose tokenizer was lost is encoded again."""
         self.calls.clear()  # the calls after a failed one fail too (out of order): all are sent again below
-        encoding = [i.encoded for i in self.sent if i.encoded is not None]
-        if encoding:  # let the tokenizers finish writing before a new writer cleans up
-            ray.wait(encoding, num_returns=len(encoding), fetch_local=False)
+        writing = [i.written for i in self.sent if i.written is not None]
+        if writing:  # let the document writers finish before a new packer cleans up
+            ray.wait(writing, num_returns=len(writing), fetch_local=False)
         try:
             position = ray.get(self.packer.progress.remote())
-            role = "tokenizer"
+            role = "writer"
         except ACTOR_LOST:
             role = "packer"
             self.packer = self._start_packer(replacement=True)
@@ -198,14 +198,43 @@ class Committer:
 
     def actors(self) -> dict[str, list]:
         """The commit path's actors by role (for peak memory and teardown)."""
-        return {"tokenizers": self.tokenizers, "packer": [self.packer],
+        return {"writers": self.writers.actors if self.writers is not None else [], "packer": [self.packer],
                 "lsh_shards": self.dedup.actors if self.dedup is not None else []}
 
     def close(self) -> None:
         if self.dedup is not None:
             self.dedup.kill()
-        for actor in [self.packer, *self.tokenizers]:
+        for actor in [self.packer, *(self.writers.actors if self.writers is not None else [])]:
             ray.kill(actor)  # on a shared cluster, free the CPUs now rather than at driver exit
+
+
+def needs_documents(cfg: Config) -> bool:
+    """Whether the commit path writes document files (so it needs the documents' text, not only tokens)."""
+    audit = cfg.dedup.enabled and cfg.dedup.audit and cfg.filters.mode != "tag"
+    return cfg.output.documents or "parquet" in cfg.output.format or audit
+
+
+class WriterPool:
+    """Document writer actors, taken in turn; sized from ``ray.writers`` or one per 32 workers."""
+
+    PER_WORKERS = 32
+
+    def __init__(self, cfg: Config, token_meta: dict):
+        self.cfg, self.token_meta = cfg, token_meta
+        self.actors: list = []
+        self._turn = 0
+        self.resize(1)
+
+    def resize(self, workers: int) -> None:
+        want = self.cfg.ray.writers or max(1, -(-workers // self.PER_WORKERS))
+        while len(self.actors) < want:
+            self.actors.append(DocumentWriter.options(
+                num_cpus=0, max_restarts=-1, max_task_retries=3, scheduling_strategy=on_this_node(),
+                **faults.actor_options()).remote(self.cfg, self.token_meta))
+
+    def next(self):
+        self._turn = (self._turn + 1) % len(self.actors)
+        return self.actors[self._turn]
 
 
 def _is_ready(ref: ray.ObjectRef) -> bool:

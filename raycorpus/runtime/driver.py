@@ -23,11 +23,12 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger, LedgerError
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
-from raycorpus.runtime.actors import peak_rss_mb
+from raycorpus.process.tokenize import load_tokenizer
+from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
 from raycorpus.runtime.cluster import init_ray
 from raycorpus.runtime.committer import Committer
 from raycorpus.runtime.metrics import Metrics, RunState
-from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, manifest_tasks
+from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, WorkSource, manifest_tasks
 from raycorpus.runtime.progress import Progress
 
 __all__ = ["RunAborted", "RunInterrupted", "check_run_identity", "run_build"]
@@ -56,12 +57,11 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
             )
 
 
-def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -> dict:
-    """Build (or resume) the corpus described by ``cfg``; return the run summary."""
+def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None) -> dict:
+    """Build (or resume) the corpus described by ``cfg``; return the run summary. ``work`` is what the pool
+    works on (default: the manifest's WARCs and extraction workers; the replay benchmark brings its own)."""
     storage = Storage(cfg.storage)
-    total = count_manifest(cfg.input.manifest, cfg.input.base, storage)
-    if cfg.input.limit:
-        total = min(total, cfg.input.limit)
+    total = work.total if work is not None else _manifest_size(cfg, storage)
     ledger = Ledger(storage, cfg.output.path)
     lock = OutputLock(storage, cfg.output.path)
     lock.acquire()  # refuses while another live run writes this output
@@ -79,38 +79,49 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None) -
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
         init_ray(cfg)
-        return _Build(cfg, token_meta, storage, total, ledger, lock, state.totals[ck.DEDUP_INDEXED]).run(progress_mode)
+        if work is None:
+            work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
+                              (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
+        return _Build(cfg, token_meta, work, ledger, lock, state.totals[ck.DEDUP_INDEXED]).run(progress_mode)
     finally:
         lock.release()
+
+
+def _manifest_size(cfg: Config, storage: Storage) -> int:
+    total = count_manifest(cfg.input.manifest, cfg.input.base, storage)
+    return min(total, cfg.input.limit) if cfg.input.limit else total
 
 
 class _Build:
     """One run of the loop, from actor start-up to the summary."""
 
-    def __init__(self, cfg: Config, token_meta: dict, storage: Storage, total: int, ledger: Ledger,
-                 lock: OutputLock, indexed: int):
-        self.cfg, self.storage, self.total, self.ledger, self.lock = cfg, storage, total, ledger, lock
+    def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
+                 indexed: int):
+        self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, indexed)
         self.start = self.committer.next_commit
-        self.pool = WorkerPool(cfg)
-        self.dispatcher = Dispatcher(cfg, self.pool, manifest_tasks(cfg, storage, self.start), self.start,
-                                     self.metrics)
+        self.pool = WorkerPool(cfg, work.worker, work.worker_args)
+        self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
+                                     need_docs=self.committer.writers is not None)
 
     def run(self, progress_mode: str | None) -> dict:
         progress = None
         try:
-            self.pool.resources = _shared_resources(self.cfg, self.storage)
             self.pool.resize(force=True)
             self.pool.wait_until_any_ready()
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
             t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
+            cpu_start = {"driver": cpu_seconds(), **self._cpu()}
             self._loop(progress)
             self.committer.finish()
             self._report(progress, force=True)
             wall = time.monotonic() - t_start
-            return build_summary(self.cfg, self.ledger.load(), self.total, self._run_stats(wall, t_start))
+            stats = self._run_stats(wall, t_start)
+            cpu = {"driver": cpu_seconds(), **self._cpu()}
+            stats["cpu_seconds"] = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
+            return build_summary(self.cfg, self.ledger.load(), self.total, stats)
         except KeyboardInterrupt:
             if progress is not None:
                 progress.close()
@@ -131,6 +142,8 @@ class _Build:
                 last_beat = time.monotonic()
             for item in self.dispatcher.step(self.committer.window_end(len(self.pool.ready))):
                 self.committer.add(item)
+            if self.committer.writers is not None:
+                self.committer.writers.resize(self.pool.most)
             self.committer.commit_ready()
             if time.monotonic() - last_report > REPORT_SECONDS:
                 self._report(progress)
@@ -148,6 +161,10 @@ class _Build:
             workers=len(self.pool.ready), cluster_cpus=ray.cluster_resources().get("CPU", 0.0),
             eta_seconds=progress.eta_seconds(c.position.next_ordinal),
             indexed=c.indexed if c.dedup is not None else None))
+
+    def _cpu(self) -> dict[str, float]:
+        """The commit path's CPU seconds by role (the pool's workers come and go: not counted)."""
+        return _cpu_by_role(self.committer.actors())
 
     def _run_stats(self, wall: float, t_start: float) -> dict:
         c, s = self.committer, self.dispatcher.stats
@@ -177,6 +194,18 @@ def _shared_resources(cfg: Config, storage: Storage) -> ray.ObjectRef:
     from raycorpus.process.filters import Chain
 
     return ray.put(Chain.shared_resources(cfg.filters, storage))
+
+
+def _cpu_by_role(groups: dict[str, list]) -> dict[str, float]:
+    """CPU seconds used so far by each role's processes (summed over the role's actors); best effort."""
+    out = {}
+    for role, actors in groups.items():
+        if actors:
+            try:
+                out[role] = sum(ray.get([a.cpu_seconds.remote() for a in actors], timeout=30))
+            except (GetTimeoutError, RayTaskError, *ACTOR_LOST):
+                pass
+    return out
 
 
 def _peak_memory(groups: dict[str, list]) -> dict:

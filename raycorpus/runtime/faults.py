@@ -6,7 +6,7 @@ process that reached the point) exactly there, as a machine loss would:
 - ``before_write:<file name>``, e.g. ``ckpt-000000003.json``: segments and shards durable, ledger not
 - ``after_write:<file name>``, e.g. ``shard-000001.tokens``: a shard's tokens written, its .idx/.json not
 - ``processed:<ordinal>``: a worker has read the WARC, nothing of it is returned or committed
-- ``encode:<ordinal>``: only the tokenizer actor dies, at the start of the WARC's encode (every time)
+- ``write:<ordinal>``: only the document writer dies, at the start of the WARC's write (every time)
 
 The variable is read once per process. Unset, nothing here costs anything: :func:`wrap_storage`
 returns the storage itself, :func:`point` is one comparison, :func:`actor_options` is empty.

@@ -14,7 +14,7 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import ray
@@ -59,8 +59,20 @@ class Finished:
 
     task: Task
     summary: WarcSummary | None = None  # None: listed as failed (task.error says why)
-    docs: ray.ObjectRef | None = None
-    dedup: ray.ObjectRef | None = None
+    docs: ray.ObjectRef | None = None  # the documents (text, metadata): only for the document writers
+    dedup: ray.ObjectRef | None = None  # DedupPayload
+    encoded: ray.ObjectRef | None = None  # (tokens, lengths)
+
+
+@dataclass
+class WorkSource:
+    """What the pool works on: how many WARCs, the tasks from an ordinal on, and the worker actor class
+    (``ready()``, ``process(ordinal, url) -> (WarcSummary, docs, DedupPayload)``) with its arguments after cfg."""
+
+    total: int
+    tasks: Callable[[int], Iterator[Task]]
+    worker: type = WarcWorker
+    worker_args: tuple = ()
 
 
 @dataclass
@@ -87,9 +99,9 @@ def error_text(e: BaseException) -> str:
 class WorkerPool:
     """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
 
-    def __init__(self, cfg: Config, resources: ray.ObjectRef | None = None):
+    def __init__(self, cfg: Config, worker: type = WarcWorker, args: tuple = ()):
         self.cfg = cfg
-        self.resources = resources  # the chain's per-run resources: one copy in the object store for every worker
+        self.worker, self.args = worker, args  # the actor class and what it is started with after cfg
         self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
         self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
         self.most = 0  # the most workers ready at once
@@ -109,8 +121,8 @@ class WorkerPool:
         self._last_check = now
         missing = self.target_size() - len(self.ready) - len(self.starting)
         for _ in range(max(0, missing)):
-            actor = WarcWorker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0,
-                                       **faults.actor_options()).remote(self.cfg, self.resources)
+            actor = self.worker.options(num_cpus=self.cfg.ray.worker_cpus, max_restarts=0,
+                                        **faults.actor_options()).remote(self.cfg, *self.args)
             self.starting[actor.ready.remote()] = actor
         self.poll_starting()
 
@@ -160,8 +172,12 @@ class WorkerPool:
 class Dispatcher:
     """Feeds the pool from the manifest and hands back WARCs as they finish (in completion order)."""
 
-    def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], start: int, metrics: Metrics):
+    def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], start: int, metrics: Metrics,
+                 need_docs: bool = True):
+        """``need_docs``: the documents' text is written by the commit path (documents/, parquet, the dedup
+        audit), so it is pulled with the tokens; else it stays where it was made."""
         self.cfg, self.pool, self.tasks, self.metrics = cfg, pool, tasks, metrics
+        self.need_docs = need_docs
         self.inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
         self.retry_heap: list[tuple[float, int, Task]] = []
         self.highest_dispatched = start - 1
@@ -228,11 +244,13 @@ class Dispatcher:
             task, actor, data_refs = self.inflight.pop(ref)
             if actor in self.pool.ready:
                 self.pool.ready[actor] -= 1
+            docs, dedup, encoded = data_refs
             try:
                 summary = ray.get(ref)
                 # copy the results to this node, beside the commit path's actors: a worker node
                 # lost while the WARC waits in the reorder buffer no longer takes them with it
-                ray.wait(list(data_refs), num_returns=len(data_refs), timeout=RESULT_PULL_SECONDS)
+                needed = [dedup, encoded, *([docs] if self.need_docs else [])]
+                ray.wait(needed, num_returns=len(needed), timeout=RESULT_PULL_SECONDS)
             except (RayTaskError, *ACTOR_LOST) as e:
                 if (failed := self._failed(task, actor, e)) is not None:
                     out.append(failed)
@@ -240,7 +258,7 @@ class Dispatcher:
             self.stats.processed += 1
             self.stats.by_node[summary.node] += 1
             self.stats.bytes_read += summary.bytes_read
-            out.append(Finished(task, summary, *data_refs))
+            out.append(Finished(task, summary, docs if self.need_docs else None, dedup, encoded))
         return out
 
     def _failed(self, task: Task, actor, e: BaseException) -> Finished | None:

@@ -26,6 +26,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
 from tests.support.corpus import shard_digests
+from tests.support.servers import LocalHTTPServer
 
 PAGE = 4096
 
@@ -64,11 +65,13 @@ def disk_usage(folder: Path) -> int:
 
 
 
-def write_config(path: Path, manifest: Path, out: Path, tok: str) -> list[str]:
+def write_config(path: Path, manifest: Path, out: Path, tok: str, base: str | None = None) -> list[str]:
     """A config file like the e2e tests' (checkpoint after every WARC); returns the CLI command.
-    ``num_cpus`` and ``object_store_memory`` only apply where the CLI starts its own Ray."""
+    ``num_cpus`` and ``object_store_memory`` only apply where the CLI starts its own Ray; ``base``: where
+    the WARCs are read from (a server that can hold one back)."""
     path.write_text(json.dumps({
-        "input": {"manifest": str(manifest)}, "output": {"path": str(out), "shard_size_tokens": 5000},
+        "input": {"manifest": str(manifest), **({"base": base} if base else {})},
+        "output": {"path": str(out), "shard_size_tokens": 5000},
         "tokenizer": {"path": tok}, "warc": {"retry_backoff_seconds": 0.1},
         "ray": {"workers": 2, "num_cpus": 2, "object_store_memory": 200 * 2**20},
         "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
@@ -132,22 +135,25 @@ def test_output_turned_read_only_then_writable_resumes_to_the_same_bytes(referen
     c, tok = crawl
     ref_out, ref_summary = reference
     out = small_disk / "out"
-    cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok)
     resize(small_disk, 4 * disk_usage(ref_out))
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_checkpoints(proc, out, 2)
-    proc.send_signal(signal.SIGINT)  # Ctrl-C: committed WARCs checkpointed, exit 130
-    assert proc.wait(timeout=300) == 130
-    done = assert_ledger_consistent(out)
-    assert 0 < done < 8, "the run was not stopped mid-way"
+    held = c.manifest_path.read_text().split()[5]  # the run cannot finish before it is interrupted
+    with LocalHTTPServer(c.manifest_path.parent, hold=(held,)) as www:
+        cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok, base=www.url)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_checkpoints(proc, out, 2)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: committed WARCs checkpointed, exit 130
+        assert proc.wait(timeout=300) == 130
+        www.release()
+        done = assert_ledger_consistent(out)
+        assert 0 < done < 8, "the run was not stopped mid-way"
 
-    _mount("-o", "remount,ro", str(small_disk))  # the output folder can no longer be written
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert_clear_failure(r, out, "Read-only file system")
-    assert assert_ledger_consistent(out) == done
+        _mount("-o", "remount,ro", str(small_disk))  # the output folder can no longer be written
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert_clear_failure(r, out, "Read-only file system")
+        assert assert_ledger_consistent(out) == done
 
-    _mount("-o", "remount,rw", str(small_disk))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        _mount("-o", "remount,rw", str(small_disk))
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["complete"] and s["this_run"]["resumed_at"] == done
@@ -170,27 +176,31 @@ def test_output_folder_losing_write_permission_mid_run_then_restored(reference, 
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
-    cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok)
     ray_tmp = tempfile.mkdtemp(prefix="rc-ray-")  # short: Ray's socket paths must fit in 107 bytes
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": ray_tmp}
     folders = [out]
-    try:
-        proc = subprocess.Popen([setpriv, *NO_DAC, *cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        wait_for_checkpoints(proc, out, 2)
-        folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
-        for folder in folders:
-            folder.chmod(0o555)  # nothing new can be created in the output any more
-        stdout, stderr = proc.communicate(timeout=600)
-    finally:
-        for folder in folders:
-            folder.chmod(0o755)
-        shutil.rmtree(ray_tmp, ignore_errors=True)
-    assert_clear_failure(subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), out, "Permission denied")
-    done = assert_ledger_consistent(out)
-    assert 0 < done < 8, "the run was not stopped mid-way"
+    held = c.manifest_path.read_text().split()[5]  # the run cannot finish before the permission is gone
+    with LocalHTTPServer(c.manifest_path.parent, hold=(held,)) as www:
+        cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok, base=www.url)
+        try:
+            proc = subprocess.Popen([setpriv, *NO_DAC, *cmd], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            wait_for_checkpoints(proc, out, 2)
+            folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+            for folder in folders:
+                folder.chmod(0o555)  # nothing new can be created in the output any more
+            www.release()
+            stdout, stderr = proc.communicate(timeout=600)
+        finally:
+            for folder in folders:
+                folder.chmod(0o755)
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+        assert_clear_failure(subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), out,
+                             "Permission denied")
+        done = assert_ledger_consistent(out)
+        assert 0 < done < 8, "the run was not stopped mid-way"
 
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # permission back: rerun (test cluster)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)  # permission back: rerun (test cluster)
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["complete"] and s["this_run"]["resumed_at"] == done

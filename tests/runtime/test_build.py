@@ -19,6 +19,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
 from tests.support.corpus import actor_pids, make_config, run, shard_digests
+from tests.support.servers import LocalHTTPServer
 
 
 def test_reference_build_is_complete_and_plausible(reference, crawl):
@@ -76,23 +77,27 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
     ref_out, ref_summary = reference
     out = tmp_path / "out"
     cfg_path = tmp_path / "c.yaml"
-    cfg_path.write_text(json.dumps({
-        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000},
-        "tokenizer": {"path": tok}, "ray": {"workers": 1},
-        "run": {"checkpoint_interval_seconds": 0, "progress": "log"}}))
-    cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ledger = Ledger(Storage(), str(out))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= kill_at_checkpoint:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    before = ledger.load()
-    assert 0 < before.next_ordinal < 8, "the driver was not killed mid-run"
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    held = c.manifest_path.read_text().split()[6]  # WARC #6 waits: the kill lands mid-run, whatever the speed
+    with LocalHTTPServer(c.manifest_path.parent, hold=(held,)) as www:
+        cfg_path.write_text(json.dumps({
+            "input": {"manifest": str(c.manifest_path), "base": www.url},
+            "output": {"path": str(out), "shard_size_tokens": 5000},
+            "tokenizer": {"path": tok}, "ray": {"workers": 1},
+            "run": {"checkpoint_interval_seconds": 0, "progress": "log"}}))
+        cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ledger = Ledger(Storage(), str(out))
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= kill_at_checkpoint:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        www.release()
+        before = ledger.load()
+        assert 0 < before.next_ordinal < 8, "the driver was not killed mid-run"
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["this_run"]["resumed_at"] == before.next_ordinal

@@ -1,4 +1,4 @@
-"""Faults of the run itself: the driver SIGKILLed at exact points, tokenizer and packer actors SIGKILLed mid-run.
+"""Faults of the run itself: the driver SIGKILLed at exact points, document writer and packer actors SIGKILLed mid-run.
 
 Every test compares the shard bytes with an undisturbed build of the same input (``reference``).
 Driver kills use the test-only hook RAYCORPUS_FAULT (raycorpus/runtime/faults.py): the process that reaches
@@ -29,11 +29,12 @@ N_WARCS = 8  # the crawl fixture's
 
 
 def _write_config(path: Path, manifest: str, out: Path, tokenizer: str, base: str | None = None,
-                  checkpoint_interval: float = 0, workers: int = 2) -> list[str]:
-    """A CLI config with the reference's shard size; returns the command that runs it."""
+                  checkpoint_interval: float = 0, workers: int = 2, documents: bool = False) -> list[str]:
+    """A CLI config with the reference's shard size; returns the command that runs it. ``documents``: the
+    output also has documents/ (written by document writer actors; the shards do not change)."""
     path.write_text(json.dumps({
         "input": {"manifest": manifest, **({"base": base} if base else {})},
-        "output": {"path": str(out), "shard_size_tokens": 5000},
+        "output": {"path": str(out), "shard_size_tokens": 5000, "documents": documents},
         "tokenizer": {"path": tokenizer}, "ray": {"workers": workers},
         "warc": {"retry_backoff_seconds": 0.1},
         "run": {"checkpoint_interval_seconds": checkpoint_interval, "progress": "off"}}))
@@ -118,6 +119,11 @@ def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, 
     assert not _uncheckpointed(out, Ledger(Storage(), str(out)).load())  # orphans of the kill are gone
 
 
+def _held_server(c):
+    """The crawl over HTTP, WARC #5's GETs held until ``release()``: a run cannot finish before the test acts."""
+    return LocalHTTPServer(c.manifest_path.parent, hold=(c.manifest_path.read_text().split()[5],))
+
+
 def _start_and_kill_actor(cmd: list[str], actor_class: str, kill_when) -> subprocess.Popen:
     """Start the CLI and SIGKILL its ``actor_class`` actor once ``kill_when()``; return the running CLI."""
     deadline = time.monotonic() + 240
@@ -142,9 +148,12 @@ def test_killed_packer_is_replaced_in_run_and_the_output_is_unchanged(checkpoint
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
-    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, checkpoint_interval=checkpoint_interval)
-    proc = _start_and_kill_actor(cmd, "PackerActor", lambda: (out / SHARDS_DIR / "shard-000001.json").exists())
-    _, stderr = proc.communicate(timeout=300)
+    with _held_server(c) as www:  # WARC #5 waits: the packer is killed mid-run, whatever the machine's speed
+        cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, base=www.url,
+                            checkpoint_interval=checkpoint_interval)
+        proc = _start_and_kill_actor(cmd, "PackerActor", lambda: (out / SHARDS_DIR / "shard-000001.json").exists())
+        www.release()
+        _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     assert "packer actor lost" in stderr and "to a new packer resumed from its last checkpoint" in stderr
     s = _assert_complete_and_identical(out, ref_out, ref_summary)
@@ -153,35 +162,37 @@ def test_killed_packer_is_replaced_in_run_and_the_output_is_unchanged(checkpoint
 
 
 @pytest.mark.slow
-def test_killed_tokenizer_is_restarted_and_the_output_is_unchanged(reference, crawl, tmp_path):
+def test_killed_document_writer_is_restarted_and_the_output_is_unchanged(reference, crawl, tmp_path):
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
     ledger = Ledger(Storage(), str(out))
-    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok)
-    proc = _start_and_kill_actor(
-        cmd, "TokenizerActor", lambda: (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2)
-    assert ledger.load().next_ordinal < N_WARCS, "the tokenizer was not killed mid-run"
-    _, stderr = proc.communicate(timeout=300)
+    with _held_server(c) as www:
+        cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, base=www.url, documents=True)
+        proc = _start_and_kill_actor(
+            cmd, "DocumentWriter", lambda: (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2)
+        assert ledger.load().next_ordinal < N_WARCS, "the document writer was not killed mid-run"
+        www.release()
+        _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     s = _assert_complete_and_identical(out, ref_out, ref_summary)
     assert s["this_run"]["processed"] == N_WARCS
 
 
 @pytest.mark.slow
-def test_a_tokenizer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(reference, crawl, tmp_path):
-    """The tokenizer actor dies in every encode of WARC #3: Ray restarts it and retries the call, then the
-    driver encodes the WARC again a bounded number of times, then the run exits non-zero saying so; the
+def test_a_document_writer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(reference, crawl, tmp_path):
+    """The document writer dies in every write of WARC #3: Ray restarts it and retries the call, then the
+    driver sends the WARC again a bounded number of times, then the run exits non-zero saying so; the
     ledger holds WARCs #0-#2 and the same command without the fault finishes the job identically."""
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
-    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok)
-    first = subprocess.run(cmd, env={**os.environ, FAULT_ENV: "encode:3"}, capture_output=True, text=True,
+    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, documents=True)
+    first = subprocess.run(cmd, env={**os.environ, FAULT_ENV: "write:3"}, capture_output=True, text=True,
                            timeout=600)
     assert first.returncode == 1, first.stderr[-2000:]
-    assert "tokenizer actor lost" in first.stderr  # the driver's own re-encodes, after Ray's retries
-    assert "tokenizer actors keep dying at WARC #3" in first.stderr and "rerun to resume" in first.stderr
+    assert "writer actor lost" in first.stderr  # the driver's own re-sends, after Ray's retries
+    assert "writer actors keep dying at WARC #3" in first.stderr and "rerun to resume" in first.stderr
     assert "run aborted:" in first.stderr and "Traceback" not in first.stderr  # one clear line, no stack
     assert Ledger(Storage(), str(out)).load().next_ordinal == 3
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -198,18 +209,22 @@ def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp
     ref_out, ref_summary = reference
     out = tmp_path / "out"
     ledger = Ledger(Storage(), str(out))
-    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, checkpoint_interval=3600)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while proc.poll() is None and time.monotonic() < deadline and not (out / SHARDS_DIR / "shard-000002.json").exists():
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be stopped"
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 130, stderr[-2000:]
-    done = ledger.load().next_ordinal
-    assert 0 < done < N_WARCS  # with a 3600 s interval only the interrupt wrote a checkpoint
-    second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    with _held_server(c) as www:  # WARC #5 waits: the run is stopped mid-run, whatever the machine's speed
+        cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok, base=www.url,
+                            checkpoint_interval=3600)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while (proc.poll() is None and time.monotonic() < deadline
+               and not (out / SHARDS_DIR / "shard-000002.json").exists()):
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=300)
+        www.release()
+        assert proc.returncode == 130, stderr[-2000:]
+        done = ledger.load().next_ordinal
+        assert 0 < done < N_WARCS  # with a 3600 s interval only the interrupt wrote a checkpoint
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
     s = _assert_complete_and_identical(out, ref_out, ref_summary)
     assert s["this_run"]["resumed_at"] == done and s["this_run"]["processed"] == N_WARCS - done

@@ -280,6 +280,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _serve(self, send_body: bool) -> None:
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if send_body and path in self.server.held:
+            self.server.released.wait()  # a held file: its GETs wait until the test releases them
         first_get = self.server.record(path, self.headers.get("Range"), send_body)
         if self.server.should_fail(path):
             self._send_simple(503, "injected failure")
@@ -348,8 +350,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _FileServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, addr: tuple[str, int], root: str, fail_first_n: int, reset_after_bytes: int | None):
+    def __init__(self, addr: tuple[str, int], root: str, fail_first_n: int, reset_after_bytes: int | None,
+                 held: frozenset[str] = frozenset()):
         super().__init__(addr, _Handler)
+        self.held = held
+        self.released = threading.Event()
         self.root = root
         self.fail_first_n = fail_first_n
         self.reset_after_bytes = reset_after_bytes
@@ -426,6 +431,8 @@ class LocalHTTPServer(_BackgroundServer):
     ``fail_first_n``: the first N requests (GET or HEAD) of each path get a 503.
     ``reset_after_bytes``: the first GET of each path sends only that many body bytes
     (after a full Content-Length) and then closes the connection.
+    ``hold``: file names whose GETs wait until :meth:`release` (a run that reads them cannot finish before
+    the test has done what it must do mid-run).
     """
 
     def __init__(
@@ -434,14 +441,25 @@ class LocalHTTPServer(_BackgroundServer):
         *,
         fail_first_n: int = 0,
         reset_after_bytes: int | None = None,
+        hold: tuple[str, ...] = (),
     ):
         self.directory = os.fspath(directory)
         self.fail_first_n = fail_first_n
         self.reset_after_bytes = reset_after_bytes
+        self.hold = frozenset(f"/{name}" for name in hold)
         self.url = ""
 
     def _bind(self, address: tuple[str, int]) -> _FileServer:
-        return _FileServer(address, self.directory, self.fail_first_n, self.reset_after_bytes)
+        return _FileServer(address, self.directory, self.fail_first_n, self.reset_after_bytes, self.hold)
+
+    def release(self) -> None:
+        """Let the held GETs through."""
+        self._started().released.set()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.released.set()
+        super().__exit__(*exc)
 
     def _started_at(self, url: str) -> None:
         self.url = url + "/"

@@ -1,0 +1,197 @@
+"""Replay benchmark of the commit path: how many workers one head can feed.
+
+Real WARCs are processed once, in this process, by the :class:`WarcProcessor` the workers run
+(timed: that is a worker's cost per input document). Their results are then replayed through
+the real commit path of a real run: dispatch, result pulls, the reorder buffer, dedup decisions
+over the LSH shard actors, the packer, the ledger and its checkpoints. The pool
+holds :class:`ReplayWorker` actors that hand the cached results out at once instead of
+extracting, so the commit path is the limit. A replayed WARC joins as many cached results
+(*parts*) as it takes to reach ``pages_per_warc`` input pages (Common Crawl: ~35,000 HTML pages
+a WARC), with the measured funnel.
+
+Replayed documents stay distinct: every part after the first pass over the cache gets its content
+hashes XORed with, and its 32-bit MinHash values shifted by, a constant drawn from the part's
+number (which keeps the duplicates inside a part duplicates), except a ``dup_rate`` share of its
+documents, drawn per document, that are replayed as they are and so duplicate their first replay.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import ray
+
+from raycorpus import counts as ck
+from raycorpus.config import Config
+from raycorpus.process.hashing import fmix64
+from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
+from raycorpus.process.tokenize import TokenEncoder
+from raycorpus.runtime.actors import Measured, eligible_for_dedup
+from raycorpus.runtime.pool import Task, WorkSource
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    warcs: int  # replayed WARCs
+    parts: int  # cached results joined into one replayed WARC
+    dup_rate: float  # share of a re-replayed part's documents kept as they are (duplicates)
+
+
+def _mix(key: int) -> np.uint64:
+    return fmix64(np.array([key], np.uint64))[0]
+
+
+def replay_part(base: WarcResult, number: int, n_cached: int, dup_rate: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """(content hashes, signatures) of part ``number`` (which replays cached result ``number % n_cached``)."""
+    hashes, sigs = base.content_hashes, base.signatures
+    if number < n_cached or not len(hashes):
+        return hashes, sigs
+    salt = _mix(number + 1) | np.uint64(1)
+    draws = fmix64(np.uint64(number * 0x9E3779B97F4A7C15 % 2**64) + np.arange(len(hashes), dtype=np.uint64))
+    keep = draws.astype(np.float64) / 2.0**64 < dup_rate
+    hashes = np.where(keep, hashes, hashes ^ salt)
+    if sigs is not None:
+        shift = np.uint32(int(salt) & 0xFFFFFFFF)
+        sigs = np.where(keep[:, None], sigs, sigs + shift)
+    return hashes, sigs
+
+
+def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> WarcResult:
+    """Replayed WARC ``ordinal``: parts ``ordinal * parts ...`` of the cache, joined."""
+    t0 = time.perf_counter()
+    docs, hashes, sigs, tokens, lengths, counts, read = [], [], [], [], [], Counter(), 0
+    for number in range(ordinal * plan.parts, (ordinal + 1) * plan.parts):
+        base = cached[number % len(cached)]
+        h, s = replay_part(base, number, len(cached), plan.dup_rate)
+        docs += base.docs
+        hashes.append(h)
+        if s is not None:
+            sigs.append(s)
+        tokens.append(base.tokens)
+        lengths.append(base.lengths)
+        counts.update(base.counts)
+        read += base.bytes_read
+    return WarcResult(ordinal, f"replay://{ordinal}", docs, np.concatenate(hashes),
+                      np.concatenate(sigs) if sigs else None, counts, read, time.perf_counter() - t0,
+                      np.concatenate(tokens), np.concatenate(lengths))
+
+
+@ray.remote
+class ReplayWorker(Measured):
+    """Hands out replayed WARCs, as a :class:`~raycorpus.runtime.actors.WarcWorker` hands out processed ones."""
+
+    def __init__(self, cfg: Config, cached: list[WarcResult], plan: ReplayPlan):
+        self.cached, self.plan = cached, plan
+        self.tag = cfg.filters.mode == "tag"
+        self.node_id = ray.get_runtime_context().get_node_id()
+
+    def ready(self) -> str:
+        return self.node_id
+
+    @ray.method(num_returns=4)
+    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list, DedupPayload, tuple]:
+        result = replay_warc(self.cached, self.plan, ordinal)
+        summary = result.summary()
+        summary.node = self.node_id
+        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, self.tag)), result.encoded()
+
+
+def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], float]:
+    """The WARCs processed (and tokenized) in this process, a warm-up pass, then a timed one; and a
+    worker's milliseconds per input page, from the timed pass."""
+    proc = WarcProcessor(cfg, encoder=TokenEncoder(cfg.tokenizer))
+    for i, url in enumerate(warcs):
+        proc.process(i, url)
+    t0 = time.process_time()
+    cached = [proc.process(i, url) for i, url in enumerate(warcs)]
+    seconds = time.process_time() - t0
+    pages = sum(r.counts[ck.HTML] for r in cached)
+    return cached, seconds * 1000 / max(1, pages)
+
+
+def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: ReplayPlan, out: str,
+                replay_workers: int) -> dict:
+    """One replay run into a fresh output: the run summary."""
+    from raycorpus.runtime.driver import run_build
+
+    run_cfg = cfg.model_copy(update={
+        "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "base": None, "limit": None}),
+        "output": cfg.output.model_copy(update={"path": out, "documents": False, "format": []}),
+        "ray": cfg.ray.model_copy(update={"workers": replay_workers, "max_workers": replay_workers}),
+        "run": cfg.run.model_copy(update={"progress": "off"}),
+    })
+    work = WorkSource(plan.warcs, lambda start: (Task(i, f"replay://{i}", f"replay://{i}")
+                                                 for i in range(start, plan.warcs)),
+                      ReplayWorker, (cached_ref, plan))
+    return run_build(run_cfg, token_meta, work=work)
+
+
+def figures(summary: dict, worker_ms: float) -> dict:
+    """What one replay run shows: rates, head CPU per document, and the workers one head core feeds."""
+    run, docs = summary["this_run"], summary["docs"]
+    reached = docs["kept"] + sum(n for k, n in docs["dropped"].items() if k.startswith("dedup:"))
+    cpu = run["cpu_seconds"]
+    head = cpu["driver"] + cpu.get("packer", 0.0)
+    head_us_per_page = head * 1e6 / max(1, docs["in"])
+    return {
+        "wall_seconds": run["wall_seconds"],
+        "pages_per_second": round(docs["in"] / run["wall_seconds"], 1),
+        "reached_dedup_per_second": round(reached / run["wall_seconds"], 1),
+        "kept_per_second": round(docs["kept"] / run["wall_seconds"], 1),
+        "head_cpu_us_per_doc_at_dedup": round(head * 1e6 / max(1, reached), 2),
+        "head_cpu_us_per_page": round(head_us_per_page, 3),
+        "cpu_seconds": cpu,
+        "workers_per_head_core": round(worker_ms * 1000 / head_us_per_page) if head_us_per_page else None,
+    }
+
+
+def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replayed: int = 40,
+                      pages_per_warc: int = 35_000, dup_rate: float = 0.1, repeats: int = 3,
+                      worker_ms: float | None = None, replay_workers: int = 2) -> dict:
+    """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures."""
+    from raycorpus.runtime.cluster import init_ray
+
+    cached, measured_ms = cache_results(cfg, warcs)
+    pages = sum(r.counts[ck.HTML] for r in cached) / len(cached)
+    plan = ReplayPlan(replayed, max(1, round(pages_per_warc / max(1.0, pages))), dup_rate)
+    init_ray(cfg)
+    cached_ref = ray.put(cached)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
+        for r in range(repeats + 1):
+            s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers)
+            if r:
+                runs.append(figures(s, worker_ms or measured_ms))
+    keys = [k for k in runs[0] if k != "cpu_seconds"]
+    med = {k: statistics.median(run[k] for run in runs) for k in keys if runs[0][k] is not None}
+    kept = sum(len(c.docs) for c in cached) / len(cached)
+    return {
+        "input_warcs": len(warcs), "replayed_warcs": replayed, "parts_per_warc": plan.parts,
+        "pages_per_warc": round(pages * plan.parts), "reaching_dedup_per_warc": round(kept * plan.parts),
+        "dup_rate": dup_rate, "worker_ms_per_page": round(worker_ms or measured_ms, 4),
+        "worker_ms_source": "given" if worker_ms else "measured in-process on the input",
+        "shards": cfg.dedup.shards, "runs": len(runs),
+        "median": med, "per_run": runs,
+    }
+
+
+def format_commit_path(b: dict) -> str:
+    m = b["median"]
+    return "\n".join([
+        f"commit-path replay: {b['replayed_warcs']} WARCs of ~{b['pages_per_warc']:,} pages "
+        f"(~{b['reaching_dedup_per_warc']:,} reaching dedup; {b['parts_per_warc']} parts from {b['input_warcs']} "
+        f"real WARCs, {b['dup_rate']:.0%} replayed duplicates), median of {b['runs']} runs after a warm-up",
+        f"sustained     {m['pages_per_second']:,.0f} pages/s in, {m['reached_dedup_per_second']:,.0f} docs/s "
+        f"reaching dedup, {m['kept_per_second']:,.0f} kept/s",
+        f"head CPU      {m['head_cpu_us_per_doc_at_dedup']:,.1f} us per document reaching dedup "
+        f"(driver + packer), {m['head_cpu_us_per_page']:,.2f} us per input page",
+        f"worker        {b['worker_ms_per_page']:.3f} ms per input page ({b['worker_ms_source']})",
+        f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
+    ])

@@ -175,8 +175,8 @@ class Config(_Model):
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
         d["warc"].pop("timeout_seconds")
-        d["dedup"].pop("shards")
-        d["dedup"].pop("expected_docs")
+        for key in ("shards", "expected_docs", "shard_memory", "shard_cpus", "shard_resources"):
+            d["dedup"].pop(key)
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -38,10 +38,13 @@ class Position:
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
                  checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
-                 ctx_len: int | None = None, fence=None, whole_output: bool = True):
+                 ctx_len: int | None = None, fence=None, whole_output: bool = True, dedup_files=None):
         """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
-        a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes."""
+        a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes.
+        ``dedup_files(upto, docnos, durable) -> list[ShardFiles]``: before each checkpoint, has the LSH shards
+        write what they took below ``upto`` and returns their files, which the checkpoint names."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
+        self.dedup_files = dedup_files
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
         self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
@@ -102,6 +105,9 @@ class CorpusWriter:
         if self.fence is not None:
             self.fence()
         self.state.packer = self.packer.finish() if complete else self.packer.persist_open()
+        if self.dedup_files is not None:  # the LSH shards' files, flushed up to this position
+            self.state.dedup = self.dedup_files(self.state.next_ordinal, self.state.totals[ck.DEDUP_INDEXED],
+                                                self.state.dedup)
         self.state.complete = complete
         self.state.seq += 1
         self.ledger.write_checkpoint(self.state, self._entries)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from raycorpus import counts as ck
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.shards import PackerState, canonical_json
+from raycorpus.process.dedup.shardlog import ShardFiles
 
 LEDGER_DIR = "ledger"
 RUN_FILE = "run.json"
@@ -39,6 +40,7 @@ class LedgerState:
     committed: int = 0
     failed: list[dict] = field(default_factory=list)
     complete: bool = False
+    dedup: list[ShardFiles] | None = None  # each LSH shard's durable files (None: no per-shard files yet)
 
 
 class Ledger:
@@ -82,6 +84,7 @@ class Ledger:
             committed=last["committed"],
             failed=last["failed"],
             complete=last.get("complete", False),
+            dedup=[ShardFiles.from_json(d) for d in last["dedup_shards"]] if "dedup_shards" in last else None,
         )
 
     def write_checkpoint(self, state: LedgerState, entries: list[dict]) -> None:
@@ -96,9 +99,21 @@ class Ledger:
             "failed": state.failed,
             "warcs": entries,
         }
+        if state.dedup is not None:
+            body["dedup_shards"] = [d.to_json() for d in state.dedup]
         self.storage.write_atomic(self.ckpt_url(state.seq), canonical_json(body))
 
     def iter_entries(self):
         """Every per-WARC entry ever checkpointed, in manifest order."""
         for url in self.checkpoint_urls():
             yield from json.loads(self.storage.read_bytes(url))["warcs"]
+
+    def entries_since(self, ordinal: int) -> list[dict]:
+        """The entries of WARCs ``>= ordinal``, reading the checkpoints from the last one back."""
+        out: list[dict] = []
+        for url in reversed(self.checkpoint_urls()):
+            entries = json.loads(self.storage.read_bytes(url))["warcs"]
+            out[:0] = [e for e in entries if e["ordinal"] >= ordinal]
+            if entries and entries[0]["ordinal"] <= ordinal:
+                break
+        return out

@@ -14,6 +14,7 @@ from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, shard_name
 from raycorpus.process.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
+from raycorpus.process.dedup.shardlog import shard_dir
 
 
 @dataclass
@@ -50,6 +51,7 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
               else "shard sources disagree with the ledger")
     _check_formats(storage, out_url, state.packer.shards_closed, check)
     _check_dedup_records(storage, out_url, committed, check)
+    _check_shard_files(storage, out_url, state, check)
     _check_documents(storage, out_url, check)
     return checks
 
@@ -129,6 +131,19 @@ def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], 
     n = sum(e["counts"]["dedup_indexed"] for e in indexed)
     check("dedup records", not wrong, "; ".join(wrong[:5]) if wrong
           else f"{n:,} indexed documents in {len(indexed):,} records, as the ledger says")
+
+
+def _check_shard_files(storage: Storage, out_url: str, state: LedgerState, check) -> None:
+    """Every LSH shard's files the last checkpoint names exist, and cover WARCs the ledger has."""
+    if not state.dedup:
+        return
+    dedup_url = join_url(out_url, DEDUP_DIR)
+    missing = [f"shard {i}: {name}" for i, d in enumerate(state.dedup) for name in d.files
+               if not storage.exists(join_url(shard_dir(dedup_url, i), name))]
+    ahead = [i for i, d in enumerate(state.dedup) if d.upto > state.next_ordinal]
+    n = sum(len(d.files) for d in state.dedup)
+    check("dedup shards", not missing and not ahead, "; ".join(missing[:5]) or (f"shards {ahead} name WARCs "
+          "the ledger has not committed" if ahead else f"{len(state.dedup)} shards, {n} files, all present"))
 
 
 def _check_documents(storage: Storage, out_url: str, check) -> None:

@@ -7,6 +7,7 @@ import resource
 
 import numpy as np
 import ray
+from ray.exceptions import RayActorError
 
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage, join_url
@@ -15,6 +16,7 @@ from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, w
 from raycorpus.output.lock import OutputLock
 from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
+from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
@@ -103,16 +105,30 @@ class DocumentWriter(Measured):
 
 @ray.remote
 class LshShardActor(Measured):
-    """One slice of the dedup index: a cache, rebuilt from committed WARCs' dedup records."""
+    """One slice of the dedup index, in memory, and its durable files. Started from the files the last
+    checkpoint names plus the records of ``tail`` (WARCs committed after them): its own slice only."""
 
-    def __init__(self, layout: Layout, index: int, cfg: Config):
+    def __init__(self, layout: Layout, index: int, cfg: Config, durable: ShardFiles, tail: list[int]):
+        storage = Storage(cfg.storage)
+        dedup_url = join_url(cfg.output.path, DEDUP_DIR)
         self.shard = LshShard(layout, index, cfg.dedup.expected_docs)
-        self.storage = Storage(cfg.storage)
-        self.dir_url = join_url(cfg.output.path, DEDUP_DIR)
+        self.log = ShardLog(storage, shard_dir(dedup_url, index), durable)
+        self.log.remove_orphans()
+        for request in self.log.load():
+            self.shard.insert(*request)
+        self.read = {"files": len(durable.files), "file_bytes": self.log.bytes_read, "records": len(tail),
+                     "record_bytes": 0}
+        self.docnos = durable.docnos
+        for ordinal in tail:  # committed after the files: replayed from their records, and logged again
+            data = storage.read_bytes(join_url(dedup_url, record_name(ordinal)))
+            self.read["record_bytes"] += len(data)
+            gids, hashes, sigs = decode_record(data)
+            self.insert(ordinal, *self.shard.slice_of(gids, hashes, sigs, self.docnos))
+            self.docnos += gids.size
 
-    def load(self, ordinals: list[int]) -> int:
-        records = (decode_record(self.storage.read_bytes(join_url(self.dir_url, record_name(o)))) for o in ordinals)
-        return self.shard.load(records)
+    def ready(self) -> int:
+        """The documents the whole index held when this shard's slice was last complete (the next docno)."""
+        return self.docnos
 
     def query(self, exact_keys: np.ndarray, band_keys: np.ndarray):
         return self.shard.query(exact_keys, band_keys)
@@ -120,8 +136,19 @@ class LshShardActor(Measured):
     def documents(self, docnos: np.ndarray):
         return self.shard.documents(docnos)
 
-    def insert(self, *args) -> None:
-        self.shard.insert(*args)
+    def insert(self, ordinal: int, *request) -> None:
+        self.shard.insert(*request)
+        self.log.add(ordinal, request)
+
+    def flush(self, upto: int, docnos: int) -> ShardFiles:
+        return self.log.flush(upto, docnos)
+
+    def confirm(self, upto: int) -> None:
+        self.log.confirm(upto)
+
+    def read_volume(self) -> dict:
+        """What this shard read to start: its own files and the records of the WARCs after them."""
+        return self.read
 
     def stats(self) -> dict:
         return self.shard.stats()
@@ -136,12 +163,29 @@ class PackerActor(Measured):
         storage = Storage(cfg.storage)
         self.storage = faults.wrap_storage(storage)
         self.dedup_url = join_url(cfg.output.path, DEDUP_DIR)
+        self._flushes: list | None = None  # the LSH shards' flush calls for the coming checkpoint
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
-        self.writer = CorpusWriter(
-            faults.wrap_storage(storage), cfg.output.path, cfg.output.shard_size_tokens, token_meta,
-            cfg.run.checkpoint_interval_seconds, tuple(cfg.output.format), cfg.output.ctx_len, fence,
-            whole_output=not replacement,
+        self.writer = CorpusWriter(  # checkpoints when the committer says (it also has the shards flush first)
+            self.storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta, float("inf"),
+            tuple(cfg.output.format), cfg.output.ctx_len, fence,
+            whole_output=not replacement, dedup_files=self._shard_files if cfg.dedup.enabled else None,
         )
+
+    def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
+        """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the
+        inserts of the WARCs below it); a lost shard keeps its last durable files (the committer replaces
+        it from them and the records of the WARCs committed since)."""
+        flushes, self._flushes = self._flushes, None
+        if not flushes:
+            return durable
+        durable = durable or [ShardFiles()] * len(flushes)
+        out = []
+        for ref, old in zip(flushes, durable, strict=True):
+            try:
+                out.append(ray.get(ref))
+            except RayActorError:
+                out.append(old)
+        return out
 
     def progress(self) -> Position:
         return self.writer.progress()
@@ -158,8 +202,12 @@ class PackerActor(Measured):
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)
 
-    def checkpoint(self) -> Position:
+    def checkpoint(self, flushes: list | None = None) -> Position:
+        """Make everything committed durable; ``flushes``: the LSH shards' flush calls (ObjectRefs in a list,
+        so a lost shard fails only its own)."""
+        self._flushes = flushes
         return self.writer.checkpoint()
 
-    def finish(self) -> Position:
+    def finish(self, flushes: list | None = None) -> Position:
+        self._flushes = flushes
         return self.writer.finish()

@@ -12,6 +12,7 @@ again, with the same dedup decision, so nothing is read or decided twice.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.commit import Position
-from raycorpus.output.ledger import Ledger
+from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
@@ -52,7 +53,8 @@ class Sent:
 
 
 class Committer:
-    def __init__(self, cfg: Config, token_meta: dict, run_id: str, ledger: Ledger, metrics: Metrics, indexed: int = 0):
+    def __init__(self, cfg: Config, token_meta: dict, run_id: str, ledger: Ledger, metrics: Metrics,
+                 state: LedgerState):
         self.cfg, self.token_meta, self.run_id, self.metrics = cfg, token_meta, run_id, metrics
         self.tag = cfg.filters.mode == "tag"
         self.packer = self._start_packer()
@@ -60,15 +62,15 @@ class Committer:
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
-        self.dedup = DedupStage(cfg, ledger) if cfg.dedup.enabled else None
-        if self.dedup is not None and self.next_commit:
-            self.dedup.rebuild()
-        self.indexed = indexed  # documents in the LSH index
+        self.dedup = DedupStage(cfg, ledger, state) if cfg.dedup.enabled else None
+        self.indexed = state.totals[ck.DEDUP_INDEXED]  # documents in the LSH index
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
         self.sent: deque[Sent] = deque()  # the resend log
         self.recoveries = {"packer": 0, "writer": 0}
         self._stuck_at = (-1, 0)  # (packer position, recoveries there)
+        self._checkpointed = (self.next_commit, time.monotonic())  # (position, when) of the last checkpoint call
+        self._confirmed = self.position.durable_ordinal  # the shards know checkpoints up to here are durable
 
     def _start_packer(self, replacement: bool = False):
         return PackerActor.options(num_cpus=0, max_restarts=0, scheduling_strategy=on_this_node(),
@@ -96,8 +98,21 @@ class Committer:
                 self.sent.append(Sent(item.task, summary, item.encoded, keep, verdict, item.docs))
             self._send(self.sent[-1])
             self.next_commit += 1
+            self._checkpoint_if_due()
         while self.calls and (len(self.calls) > 8 or _is_ready(self.calls[0])):
             self._collect(self.calls.popleft())
+
+    def _checkpoint_if_due(self) -> None:
+        """Every ``run.checkpoint_interval_seconds`` (0: after every WARC), a checkpoint of what was sent."""
+        at, when = self._checkpointed
+        if self.next_commit > at and time.monotonic() - when >= self.cfg.run.checkpoint_interval_seconds:
+            self.calls.append(self._checkpoint_call("checkpoint"))
+
+    def _checkpoint_call(self, method: str) -> ray.ObjectRef:
+        """``packer.checkpoint`` / ``finish`` of everything sent, after the LSH shards wrote their part."""
+        flushes = self.dedup.flush(self.next_commit) if self.dedup is not None else None
+        self._checkpointed = (self.next_commit, time.monotonic())
+        return getattr(self.packer, method).remote(flushes)
 
     def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict]:
         """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""
@@ -106,14 +121,15 @@ class Committer:
             try:
                 decision, record = self.dedup.decide(item.task.ordinal, payload)
                 break
-            except ACTOR_LOST:  # rebuild lost shards from the ledger, which must hold every earlier WARC
+            except ACTOR_LOST:  # replace lost shards from the last checkpoint, which must hold every earlier WARC
                 self._packer_call("checkpoint")
                 self.dedup.replace_lost(_is_alive)
         else:
             raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
-        return summary, DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit)
+        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit)
+        return summary, verdict
 
     def _send(self, item: Sent) -> None:
         task = item.task
@@ -128,6 +144,9 @@ class Committer:
 
     def _note(self, position: Position) -> None:
         self.position = position
+        if self.dedup is not None and position.durable_ordinal > self._confirmed:
+            self.dedup.confirm(position.durable_ordinal)
+            self._confirmed = position.durable_ordinal
         while self.sent and self.sent[0].task.ordinal < position.durable_ordinal:
             self.sent.popleft()
         for item in self.sent:
@@ -138,12 +157,12 @@ class Committer:
     def _collect(self, ref: ray.ObjectRef) -> None:
         try:
             self._note(ray.get(ref))
-        except ACTOR_LOST as e:  # the packer, or the tokenizer that encoded this WARC
+        except ACTOR_LOST as e:  # the packer, or the document writer of this WARC
             self._recover(e)
 
     def _recover(self, error: BaseException) -> None:
         """Replace a lost packer (it reopens at its last checkpoint) and send again, in order, every
-        WARC it has not taken; a WARC whose tokenizer was lost is encoded again."""
+        WARC it has not taken; a WARC whose document writer was lost is written again."""
         self.calls.clear()  # the calls after a failed one fail too (out of order): all are sent again below
         writing = [i.written for i in self.sent if i.written is not None]
         if writing:  # let the document writers finish before a new packer cleans up
@@ -170,6 +189,8 @@ class Committer:
                     self.next_commit - 1, how)
         for item in resend:
             self._send(item)
+        self._checkpointed = (at, 0.0)  # and a checkpoint of them when one is due
+        self._checkpoint_if_due()
 
     def _packer_call(self, method: str) -> None:
         """``checkpoint`` or ``finish`` once everything sent is taken, through packer losses."""
@@ -177,7 +198,7 @@ class Committer:
             while self.calls:
                 self._collect(self.calls.popleft())
             try:
-                self._note(ray.get(getattr(self.packer, method).remote()))
+                self._note(ray.get(self._checkpoint_call(method)))
                 return
             except ACTOR_LOST as e:
                 self._recover(e)
@@ -192,7 +213,7 @@ class Committer:
         try:
             for ref in self.calls:
                 ray.get(ref, timeout=60)
-            ray.get(self.packer.checkpoint.remote(), timeout=60)
+            ray.get(self._checkpoint_call("checkpoint"), timeout=60)
         except (GetTimeoutError, RayActorError, RayTaskError):
             pass
 

@@ -1,4 +1,11 @@
-"""The driver's side of online dedup: LSH shard actors, decisions at commit, rebuild after a loss."""
+"""The driver's side of online dedup: LSH shard actors over the cluster, decisions at commit, replacements.
+
+Each shard actor holds one slice of the index in memory and its own durable files (see
+:mod:`raycorpus.process.dedup.shardlog`); it is placed by Ray wherever its memory reservation
+fits (``SPREAD``), not on the driver's node, so a cluster of N nodes holds an index N times larger
+than one node. A shard starts from what the last checkpoint names for it plus the dedup records
+of the WARCs committed since (normally none): a resumed or replaced shard reads its own slice only.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,18 @@ import logging
 
 import ray
 
+from raycorpus import counts as ck
 from raycorpus.config import Config
-from raycorpus.output.ledger import Ledger
+from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
+from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
 from raycorpus.runtime.actors import LshShardActor
-from raycorpus.runtime.cluster import on_this_node
 
 log = logging.getLogger("raycorpus")
+
+BYTES_PER_DOC = 760  # tables + signature store per indexed document, measured (the reservation's basis)
+MIN_SHARD_MEMORY = 256 * 2**20
 
 
 class RayShards:
@@ -22,11 +33,10 @@ class RayShards:
 
     def __init__(self, actors: list):
         self.actors = actors
-        self._pending: list[ray.ObjectRef] = []
+        self.inserted: list[ray.ObjectRef] = []  # the last WARC's insert calls
 
     def _settle(self) -> None:
-        pending, self._pending = self._pending, []
-        ray.get(pending)  # surfaces a failed insert or a dead actor before anything else is asked
+        ray.get(self.inserted)  # surfaces a failed insert or a dead actor before anything else is asked
 
     def query(self, requests):
         self._settle()
@@ -35,8 +45,8 @@ class RayShards:
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
 
-    def insert(self, requests):
-        self._pending = [a.insert.remote(*r) for a, r in zip(self.actors, requests, strict=True)]
+    def insert(self, requests, ordinal):
+        self.inserted = [a.insert.remote(ordinal, *r) for a, r in zip(self.actors, requests, strict=True)]
 
 
 def default_shards(cfg: Config) -> int:
@@ -45,64 +55,85 @@ def default_shards(cfg: Config) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1.0) // 16))
 
 
+def shard_memory(cfg: Config, shards: int) -> int | None:
+    """Bytes of Ray memory one shard reserves: ``dedup.shard_memory``, or its share of ``expected_docs``
+    (None when neither is known: the index's size is then unknown)."""
+    if cfg.dedup.shard_memory:
+        return cfg.dedup.shard_memory
+    if not cfg.dedup.expected_docs:
+        return None
+    return max(MIN_SHARD_MEMORY, int(cfg.dedup.expected_docs / shards * BYTES_PER_DOC * 1.25))
+
+
 class DedupStage:
     """Owns the shard actors; ``decide`` is called once per processed WARC, in manifest order."""
 
-    def __init__(self, cfg: Config, ledger: Ledger):
-        self.cfg = cfg
-        self.ledger = ledger
-        self.layout = Layout.from_config(cfg.dedup, default_shards(cfg))
-        self.actors = [self._start(i) for i in range(self.layout.n_shards)]
+    def __init__(self, cfg: Config, ledger: Ledger, state: LedgerState):
+        self.cfg, self.ledger = cfg, ledger
+        n = len(state.dedup) if state.dedup else default_shards(cfg)  # a resumed index keeps its shard count
+        if state.dedup and cfg.dedup.shards and cfg.dedup.shards != n:
+            log.warning("dedup.shards is %d but this output's index has %d shards: keeping %d", cfg.dedup.shards, n, n)
+        self.layout = Layout.from_config(cfg.dedup, n)
+        self.actors = self._start_all(state, range(n))
         self.shards = RayShards(self.actors)
-        self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards)
+        self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards, state.totals[ck.DEDUP_INDEXED])
         self.restarts = 0
 
-    def _start(self, index: int):
-        return LshShardActor.options(num_cpus=0, max_restarts=0, scheduling_strategy=on_this_node()).remote(
-            self.layout, index, self.cfg)
+    def _start_all(self, state: LedgerState, indexes) -> list:
+        """Start shards from the state's files plus the records of the WARCs committed after them."""
+        durable = state.dedup or [ShardFiles()] * self.layout.n_shards
+        indexed = self._indexed_since(min(durable[i].upto for i in indexes), state.next_ordinal)
+        memory = shard_memory(self.cfg, self.layout.n_shards)
+        actors = [LshShardActor.options(
+            num_cpus=self.cfg.dedup.shard_cpus, **({"memory": memory} if memory else {}),
+            resources=dict(self.cfg.dedup.shard_resources), scheduling_strategy="SPREAD", max_restarts=0,
+        ).remote(self.layout, i, self.cfg, durable[i], [o for o in indexed if o >= durable[i].upto])
+            for i in indexes]
+        ready = ray.get([a.ready.remote() for a in actors])
+        expected = state.totals[ck.DEDUP_INDEXED]
+        if any(n != expected for n in ready):
+            raise RuntimeError(f"dedup shards hold {sorted(set(ready))} documents, the ledger says {expected}: "
+                               "the output folder was changed by hand")
+        return actors
 
-    def _indexed_ordinals(self) -> list[int]:
-        return [e["ordinal"] for e in self.ledger.iter_entries()
-                if e.get("status") == "committed" and e.get("counts", {}).get("dedup_indexed")]
-
-    def rebuild(self, actors: list | None = None) -> int:
-        """Load committed WARCs' records (from the ledger) into ``actors`` (default: all); return
-        how many WARCs they came from. Every shard counts the same documents, or this raises."""
-        ordinals = self._indexed_ordinals()
-        if not ordinals:
-            return 0
-        counts = set(ray.get([a.load.remote(ordinals) for a in (actors or self.actors)]))
-        if actors is None:
-            self.dedup.next_docno = counts.pop() if len(counts) == 1 else -1
-        if counts - {self.dedup.next_docno} or self.dedup.next_docno < 0:
-            raise RuntimeError(f"dedup records disagree with the index ({counts}, {self.dedup.next_docno} "
-                               "documents): the output folder was changed by hand")
-        return len(ordinals)
+    def _indexed_since(self, first: int, end: int) -> list[int]:
+        """Committed WARCs ``first <= ordinal < end`` that added documents to the index (they have records)."""
+        if first >= end:
+            return []
+        return [e["ordinal"] for e in self.ledger.entries_since(first)
+                if e["ordinal"] < end and e["status"] == "committed" and e["counts"].get("dedup_indexed")]
 
     def replace_lost(self, is_alive) -> int:
-        """Start new actors for the dead ones and rebuild them; return how many were replaced.
-
-        The caller has made every earlier WARC durable in the ledger first, so the rebuilt
-        shards hold exactly the committed documents, as the live ones do.
-        """
+        """Start new actors for the dead ones from the last checkpoint (which the caller has just
+        written: it names every earlier WARC); return how many were replaced."""
         lost = [i for i, a in enumerate(self.actors) if not is_alive(a)]
-        for i in lost:
-            self.actors[i] = self._start(i)
-        self.shards._pending = []
         if lost:
-            n = self.rebuild([self.actors[i] for i in lost])
+            for i, actor in zip(lost, self._start_all(self.ledger.load(), lost), strict=True):
+                self.actors[i] = actor
+            self.shards.inserted = []
             self.restarts += len(lost)
-            log.warning("LSH shard(s) %s lost: restarted and rebuilt from %d committed WARCs", lost, n)
+            log.warning("LSH shard(s) %s lost: restarted from their files and the WARCs committed since", lost)
         return len(lost)
 
     def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""
         eligible, sigs = payload.eligible, payload.signatures
         if eligible is None:
-            return self.dedup.decide(ordinal, payload.hashes, sigs)
-        decision, record = self.dedup.decide(ordinal, payload.hashes[eligible],
-                                             None if sigs is None else sigs[eligible])
-        return decision.expand(eligible), record
+            decision, record = self.dedup.decide(ordinal, payload.hashes, sigs)
+        else:
+            decision, record = self.dedup.decide(ordinal, payload.hashes[eligible],
+                                                 None if sigs is None else sigs[eligible])
+            decision = decision.expand(eligible)
+        return decision, record
+
+    def flush(self, upto: int) -> list[ray.ObjectRef]:
+        """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""
+        return [a.flush.remote(upto, self.dedup.next_docno) for a in self.actors]
+
+    def confirm(self, upto: int) -> None:
+        """The checkpoint at ``upto`` is durable: the shards may delete the files it no longer names."""
+        for a in self.actors:
+            a.confirm.remote(upto)
 
     def stats(self) -> list[dict]:
         return ray.get([a.stats.remote() for a in self.actors])

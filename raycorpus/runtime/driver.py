@@ -20,7 +20,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.manifest import count_manifest
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.ledger import Ledger, LedgerError
+from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
 from raycorpus.process.tokenize import load_tokenizer
@@ -82,7 +82,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if work is None:
             work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
-        return _Build(cfg, token_meta, work, ledger, lock, state.totals[ck.DEDUP_INDEXED]).run(progress_mode)
+        return _Build(cfg, token_meta, work, ledger, lock, state).run(progress_mode)
     finally:
         lock.release()
 
@@ -96,11 +96,11 @@ class _Build:
     """One run of the loop, from actor start-up to the summary."""
 
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
-                 indexed: int):
+                 state: LedgerState):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
-        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, indexed)
+        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state)
         self.start = self.committer.next_commit
         self.pool = WorkerPool(cfg, work.worker, work.worker_args)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,

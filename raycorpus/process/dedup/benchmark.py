@@ -276,9 +276,9 @@ class _TimedShards:
         self.shards = self._local.shards
         self.seconds = 0.0
 
-    def _time(self, name: str, requests):
+    def _time(self, name: str, *args):
         t0 = time.perf_counter()
-        out = getattr(self._local, name)(requests)
+        out = getattr(self._local, name)(*args)
         self.seconds += time.perf_counter() - t0
         return out
 
@@ -288,8 +288,8 @@ class _TimedShards:
     def documents(self, requests):
         return self._time("documents", requests)
 
-    def insert(self, requests):
-        return self._time("insert", requests)
+    def insert(self, requests, ordinal):
+        return self._time("insert", requests, ordinal)
 
 
 def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dict]:

@@ -167,25 +167,29 @@ class LshShard:
             self._sigs[self._n : need] = sigs
         self._n = need
 
-    def load(self, records: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> int:
-        """Add committed WARCs' records (all of them, in manifest order), keeping this shard's
-        slice; return the number of documents they hold (the next docno)."""
-        lay, me, docno = self.layout, self.index, 0
-        empty = np.empty(0, np.uint64)
+    def load(self, records: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]], docno: int = 0) -> int:
+        """Add committed WARCs' records (in manifest order, the first numbered ``docno``), keeping this
+        shard's slice; return the next docno."""
         for gids, hashes, sigs in records:
-            docnos = docno + np.arange(gids.size, dtype=np.uint64)
+            self.insert(*self.slice_of(gids, hashes, sigs, docno))
             docno += gids.size
-            ek = content_keys(hashes) if lay.exact else empty
-            e_sel = lay.route(ek) == me
-            flat, flat_no = empty, empty
-            if lay.near and sigs is not None:
-                keys = lay.keys(sigs)
-                b_sel = lay.route(keys.ravel()) == me
-                flat, flat_no = keys.ravel()[b_sel], np.repeat(docnos, keys.shape[1])[b_sel]
-            own = lay.owner(docnos) == me
-            own_sigs = sigs[own] if lay.verify and sigs is not None else None
-            self.insert(ek[e_sel], docnos[: ek.size][e_sel], flat, flat_no, docnos[own], gids[own], own_sigs)
         return docno
+
+    def slice_of(self, gids: np.ndarray, hashes: np.ndarray, sigs: np.ndarray | None, docno: int) -> tuple:
+        """This shard's insert request for a WARC's record whose first document is number ``docno``."""
+        lay, me = self.layout, self.index
+        empty = np.empty(0, np.uint64)
+        docnos = docno + np.arange(gids.size, dtype=np.uint64)
+        ek = content_keys(hashes) if lay.exact else empty
+        e_sel = lay.route(ek) == me
+        flat, flat_no = empty, empty
+        if lay.near and sigs is not None:
+            keys = lay.keys(sigs)
+            b_sel = lay.route(keys.ravel()) == me
+            flat, flat_no = keys.ravel()[b_sel], np.repeat(docnos, keys.shape[1])[b_sel]
+        own = lay.owner(docnos) == me
+        own_sigs = sigs[own] if lay.verify and sigs is not None else None
+        return ek[e_sel], docnos[: ek.size][e_sel], flat, flat_no, docnos[own], gids[own], own_sigs
 
     def stats(self) -> dict:
         sig_bytes = self._n * 8 + (0 if self._sigs is None else self._n * self._sigs.shape[1] * 4)
@@ -204,7 +208,7 @@ class ShardSet(Protocol):
 
     def query(self, requests: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
-    def insert(self, requests: Sequence[tuple]) -> None: ...
+    def insert(self, requests: Sequence[tuple], ordinal: int) -> None: ...
 
 
 class LocalShards:
@@ -219,7 +223,7 @@ class LocalShards:
     def documents(self, requests):
         return [s.documents(r) for s, r in zip(self.shards, requests, strict=True)]
 
-    def insert(self, requests):
+    def insert(self, requests, ordinal):
         for s, r in zip(self.shards, requests, strict=True):
             s.insert(*r)
 
@@ -303,7 +307,7 @@ class Deduplicator:
             cands += [(int(gids[j]), sigs[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
             if cands:
                 kind[i], dup_of[i], jac[i] = self._near_match(sigs[i], cands)
-        n_kept = self._insert(kind == KEEP, gids, ek, keys, sigs if near else None)
+        n_kept = self._insert(ordinal, kind == KEEP, gids, ek, keys, sigs if near else None)
         record = encode_record(gids[kind == KEEP], np.asarray(hashes, np.uint64)[kind == KEEP],
                                sigs[kind == KEEP] if near else None)
         return Decision(kind, dup_of, jac, n_kept), record
@@ -350,7 +354,7 @@ class Deduplicator:
             return NEAR, best_g, best_j
         return KEEP, NO_MATCH, 0.0
 
-    def _insert(self, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, keys: np.ndarray,
+    def _insert(self, ordinal: int, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, keys: np.ndarray,
                 sigs: np.ndarray | None) -> int:
         """Number the kept documents and insert them into the shards; return how many."""
         lay = self.layout
@@ -370,7 +374,7 @@ class Deduplicator:
             e, b, o = ke_route == s, kb_route == s, owner == s
             reqs.append((ke[e], ke_no[e], kflat[b], kflat_no[b], docnos[o], kg[o],
                          ksigs[o] if lay.verify else None))
-        self.shards.insert(reqs)
+        self.shards.insert(reqs, ordinal)
         self.next_docno += n_kept
         return n_kept
 

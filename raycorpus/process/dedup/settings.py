@@ -33,6 +33,16 @@ class DedupConfig(BaseModel):
         "up front instead of growing them; 0 = grow as needed"
     )
     audit: bool = Field(False, description="write dropped duplicates and what they matched to exclusions/")
+    shard_memory: int | None = Field(
+        None, ge=2**20, description="bytes of Ray memory each LSH shard actor reserves (default: its share of "
+        "expected_docs at 1.25 x the measured bytes per document; none when expected_docs is 0); not part of "
+        "the output")
+    shard_cpus: float = Field(
+        0.0, ge=0, description="CPUs each LSH shard actor reserves (default none: a shard uses ~1 % of a core, and "
+        "Ray packs whole CPUs, so a fraction would cost its node a worker); not part of the output")
+    shard_resources: dict[str, float] = Field(
+        default_factory=dict, description="custom Ray resources each LSH shard actor needs (e.g. {lsh: 1} to put "
+        "shards on nodes started with --resources '{\"lsh\": N}'); not part of the output")
 
     @model_validator(mode="after")
     def _fits(self) -> DedupConfig:

@@ -1,0 +1,165 @@
+"""One LSH shard's durable slice: the inserts it took, as segment files under ``dedup/shard-NNNN/``.
+
+A shard keeps the inserts of each WARC (its table keys and the documents it owns) in memory until
+the next checkpoint, then writes those of the WARCs below the checkpoint's position as one
+segment, ``L0-<first>-<end>.npz`` (WARC ordinals ``first <= o < end``), and the checkpoint names
+the shard's files. So a resumed or replaced shard reads its own files only, and a file never
+holds a document of a WARC that no checkpoint names. Segments are merged in a background thread,
+8 at a time, into files one level up (``L1-...``, ``L2-...``), off the commit path: a shard has a
+few dozen files at most and each document is rewritten once per level. A merged file replaces its
+parts in the next checkpoint; the parts are deleted once that checkpoint is durable
+(:meth:`ShardLog.confirm`). Ray-free: the runtime's shard actor wraps it.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from raycorpus.ingest.storage import Storage, join_url
+
+MERGE_FANIN = 8
+FIELDS = ("exact_keys", "exact_docnos", "band_keys", "band_docnos", "own_docnos", "own_gids", "own_sigs")
+
+
+def shard_dir(dedup_url: str, index: int) -> str:
+    return join_url(dedup_url, f"shard-{index:04d}")
+
+
+@dataclass(frozen=True)
+class ShardFiles:
+    """What a checkpoint says of one shard: its files (oldest first), the WARCs they cover (``< upto``)
+    and how many documents the whole index held then (the next docno)."""
+
+    files: tuple[str, ...] = ()
+    upto: int = 0
+    docnos: int = 0
+
+    def to_json(self) -> dict:
+        return {"files": list(self.files), "upto": self.upto, "docnos": self.docnos}
+
+    @classmethod
+    def from_json(cls, d: dict) -> ShardFiles:
+        return cls(tuple(d["files"]), d["upto"], d["docnos"])
+
+
+def _level(name: str) -> int:
+    return int(name.split("-")[0][1:])
+
+
+def _span(name: str) -> tuple[int, int]:
+    _, first, end = name.removesuffix(".npz").split("-")
+    return int(first), int(end)
+
+
+def encode_inserts(parts: list[tuple]) -> bytes:
+    """Insert requests (``LshShard.insert`` arguments), concatenated in order, as one npz."""
+    arrays = {}
+    for i, name in enumerate(FIELDS):
+        cols = [p[i] for p in parts if p[i] is not None]
+        if cols:
+            arrays[name] = np.concatenate(cols)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def decode_inserts(data: bytes) -> tuple:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        empty = np.empty(0, np.uint64)
+        return tuple(z[name] if name in z.files else (None if name == "own_sigs" else empty) for name in FIELDS)
+
+
+class ShardLog:
+    def __init__(self, storage: Storage, dir_url: str, durable: ShardFiles):
+        """``durable``: what the last durable checkpoint names for this shard."""
+        self.storage, self.dir_url, self.durable = storage, dir_url, durable
+        self.files: list[str] = list(durable.files)
+        self.upto, self.docnos = durable.upto, durable.docnos
+        self.pending: list[tuple[int, tuple]] = []  # (ordinal, insert request), in commit order
+        self.bytes_read = 0  # what load() read: a shard reads its own slice only
+        self._lock = threading.Lock()
+        self._merging: threading.Thread | None = None
+        self._merged_away: list[str] = []  # replaced by a merge since the last flush
+        self._unnamed_at: dict[int, list[str]] = {}  # flush position -> files its checkpoint no longer names
+
+    def load(self) -> Iterator[tuple]:
+        """The inserts of the durable files, in commit order."""
+        for name in self.durable.files:
+            data = self.storage.read_bytes(join_url(self.dir_url, name))
+            self.bytes_read += len(data)
+            yield decode_inserts(data)
+
+    def remove_orphans(self) -> None:
+        """At start: files the durable checkpoint does not name are a killed run's: remove them."""
+        names = {u.rsplit("/", 1)[-1] for u in self.storage.list(self.dir_url)}
+        for name in names - set(self.durable.files):
+            self.storage.delete(join_url(self.dir_url, name))
+
+    def add(self, ordinal: int, request: tuple) -> None:
+        if ordinal >= self.upto:  # a WARC already in the files is not logged twice
+            self.pending.append((ordinal, request))
+
+    def flush(self, upto: int, docnos: int) -> ShardFiles:
+        """Write the inserts of WARCs below ``upto`` (``docnos`` documents indexed in all) as a segment;
+        return the files a checkpoint at ``upto`` names."""
+        if self._merging is not None and len(self.files) > 4 * MERGE_FANIN:
+            self._merging.join()  # merges run behind the flushes; if they fall far behind, let one finish
+        with self._lock:
+            taken = [r for o, r in self.pending if o < upto]
+            self.pending = [(o, r) for o, r in self.pending if o >= upto]
+            if taken:
+                name = f"L0-{self.upto:09d}-{upto:09d}.npz"
+                self.storage.write_atomic(join_url(self.dir_url, name), encode_inserts(taken))
+                self.files.append(name)
+            self.upto, self.docnos = max(self.upto, upto), max(self.docnos, docnos)
+            if self._merged_away:
+                self._unnamed_at.setdefault(upto, []).extend(self._merged_away)
+                self._merged_away = []
+            current = ShardFiles(tuple(self.files), self.upto, self.docnos)
+        self._start_merge()
+        return current
+
+    def confirm(self, upto: int) -> None:
+        """The checkpoint at ``upto`` (and every earlier one) is durable: delete what they no longer name."""
+        with self._lock:
+            done = [u for u in self._unnamed_at if u <= upto]
+            names = [n for u in done for n in self._unnamed_at.pop(u)]
+        for name in names:
+            self.storage.delete(join_url(self.dir_url, name))
+
+    def _mergeable(self) -> list[str]:
+        """The oldest MERGE_FANIN consecutive files of one level (files stay in commit order)."""
+        run: list[str] = []
+        for name in self.files:
+            run = [*run, name] if run and _level(name) == _level(run[0]) else [name]
+            if len(run) == MERGE_FANIN:
+                return run
+        return []
+
+    def _start_merge(self) -> None:
+        with self._lock:
+            if self._merging is not None and self._merging.is_alive():
+                return
+            parts = self._mergeable()
+            if parts:
+                self._merging = threading.Thread(target=self._merge, args=(parts,), daemon=True)
+                self._merging.start()
+
+    def _merge(self, parts: list[str]) -> None:
+        data = [decode_inserts(self.storage.read_bytes(join_url(self.dir_url, n))) for n in parts]
+        first, end = _span(parts[0])[0], _span(parts[-1])[1]
+        name = f"L{_level(parts[0]) + 1}-{first:09d}-{end:09d}.npz"
+        self.storage.write_atomic(join_url(self.dir_url, name), encode_inserts(data))
+        with self._lock:
+            at = self.files.index(parts[0])
+            self.files[at : at + len(parts)] = [name]
+            self._merged_away += parts
+
+    def close(self) -> None:
+        if self._merging is not None:
+            self._merging.join()

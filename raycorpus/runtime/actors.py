@@ -126,9 +126,10 @@ class LshShardActor(Measured):
             self.insert(ordinal, *self.shard.slice_of(gids, hashes, sigs, self.docnos))
             self.docnos += gids.size
 
-    def ready(self) -> int:
-        """The documents the whole index held when this shard's slice was last complete (the next docno)."""
-        return self.docnos
+    def ready(self) -> dict:
+        """What this shard read to start (its own files, the records of the WARCs after them) and the
+        documents the whole index held then (``docnos``: the next docno)."""
+        return {"docnos": self.docnos, **self.read}
 
     def query(self, exact_keys: np.ndarray, band_keys: np.ndarray):
         return self.shard.query(exact_keys, band_keys)
@@ -145,10 +146,6 @@ class LshShardActor(Measured):
 
     def confirm(self, upto: int) -> None:
         self.log.confirm(upto)
-
-    def read_volume(self) -> dict:
-        """What this shard read to start: its own files and the records of the WARCs after them."""
-        return self.read
 
     def stats(self) -> dict:
         return self.shard.stats()

@@ -74,6 +74,7 @@ class DedupStage:
         if state.dedup and cfg.dedup.shards and cfg.dedup.shards != n:
             log.warning("dedup.shards is %d but this output's index has %d shards: keeping %d", cfg.dedup.shards, n, n)
         self.layout = Layout.from_config(cfg.dedup, n)
+        self.reads: list[dict] = [{}] * n  # what each shard read when it (last) started
         self.actors = self._start_all(state, range(n))
         self.shards = RayShards(self.actors)
         self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards, state.totals[ck.DEDUP_INDEXED])
@@ -91,9 +92,11 @@ class DedupStage:
             for i in indexes]
         ready = ray.get([a.ready.remote() for a in actors])
         expected = state.totals[ck.DEDUP_INDEXED]
-        if any(n != expected for n in ready):
-            raise RuntimeError(f"dedup shards hold {sorted(set(ready))} documents, the ledger says {expected}: "
-                               "the output folder was changed by hand")
+        if any(r["docnos"] != expected for r in ready):
+            raise RuntimeError(f"dedup shards hold {sorted({r['docnos'] for r in ready})} documents, the ledger says "
+                               f"{expected}: the output folder was changed by hand")
+        for i, r in zip(indexes, ready, strict=True):
+            self.reads[i] = {k: v for k, v in r.items() if k != "docnos"}
         return actors
 
     def _indexed_since(self, first: int, end: int) -> list[int]:

@@ -232,4 +232,5 @@ def _dedup_stats(dedup, docs: int) -> dict:
         "table_bytes": table,
         "signature_bytes": sig,
         "bytes_per_doc": round((table + sig) / docs, 1) if docs else None,
+        "start_reads": dedup.reads,  # per shard: its own files and the records of WARCs after them
     }

@@ -71,8 +71,10 @@ def test_unreadable_warcs_are_retried_then_listed_as_failed(crawl, tmp_path, ray
         assert "FAILED" in r.stdout and "garbage.warc.gz" in r.stdout
 
 
-@pytest.mark.parametrize("kill_at_checkpoint", [1, 5])
-def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_checkpoint):
+@pytest.mark.parametrize("kill_at_checkpoint, shards", [(1, 1), (5, 1), (4, 3)])
+def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_checkpoint, shards):
+    """The resumed run reads no committed WARC again, and each LSH shard reads its own files only (those
+    the checkpoint it resumes from names for it): not the whole index's records."""
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
@@ -82,7 +84,7 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
         cfg_path.write_text(json.dumps({
             "input": {"manifest": str(c.manifest_path), "base": www.url},
             "output": {"path": str(out), "shard_size_tokens": 5000},
-            "tokenizer": {"path": tok}, "ray": {"workers": 1},
+            "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": shards},
             "run": {"checkpoint_interval_seconds": 0, "progress": "log"}}))
         cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -97,6 +99,8 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
         www.release()
         before = ledger.load()
         assert 0 < before.next_ordinal < 8, "the driver was not killed mid-run"
+        own = [sum((out / "dedup" / f"shard-{i:04d}" / name).stat().st_size for name in named.files)
+               for i, named in enumerate(before.dedup)]  # each shard's files, as the checkpoint names them
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())
@@ -109,6 +113,11 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(out)], capture_output=True, text=True,
                        check=False)
     assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout
+    reads = s["this_run"]["dedup"]["start_reads"]
+    assert len(reads) == len(before.dedup) == shards
+    for i, (read, named) in enumerate(zip(reads, before.dedup, strict=True)):
+        assert read == {"files": len(named.files), "file_bytes": own[i], "records": 0, "record_bytes": 0}, (i, read)
+    assert sum(own) > 0
 
 
 def test_resume_refuses_a_different_config(reference, crawl, tmp_path):

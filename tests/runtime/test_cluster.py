@@ -28,7 +28,7 @@ from raycorpus.output.ledger import Ledger
 from tests.support.cluster import RAY, LocalCluster, ray_env
 from tests.support.corpus import make_config, shard_digests
 from tests.support.paths import REPO
-from tests.support.servers import free_port
+from tests.support.servers import LocalHTTPServer, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -155,6 +155,39 @@ def test_worker_node_lost_mid_run(big_crawl, big_reference, tmp_path):
     run = summary["this_run"]
     print(f"node lost after {at_kill} of {N_WARCS} WARCs; retried {run['retried']}, by node {run['warcs_by_node']}")
     assert len(run["warcs_by_node"]) == 2  # both nodes worked before the loss
+
+
+def test_a_node_holding_lsh_shards_lost_mid_run(big_crawl, big_reference, tmp_path):
+    """The LSH shards live on worker nodes (custom resource ``lsh``); the node holding one is SIGKILLed
+    mid-run. The driver starts the lost shard on the other node from its files plus the records of the
+    WARCs committed since; same bytes, verify passes, and no committed WARC is read again (GETs counted
+    at the HTTP server that serves the WARCs)."""
+    c, _ = big_crawl
+    names = c.manifest_path.read_text().split()
+    out = tmp_path / "out"
+    with LocalHTTPServer(c.manifest_path.parent, hold=(names[12],)) as www:  # the loss lands mid-run
+        cfg = write_config(tmp_path / "c.yaml", big_crawl, out, input={"base": www.url},
+                           dedup={"shards": 2, "shard_resources": {"lsh": 1}})
+        with LocalCluster(head_cpus=1, env=ray_env(**FAST_METRICS)) as cluster:
+            nodes = [cluster.add_node(num_cpus=1, resources={"lsh": 2}) for _ in range(2)]
+            proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg)], env=cluster.driver_env(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            wait_for("4 checkpoints", lambda: len(Ledger(Storage(), str(out)).checkpoint_urls()) >= 4
+                     if (out / "ledger").exists() else False, timeout=300)
+            holder = next((n for n in nodes if n.actors("LshShardActor")), None)
+            assert holder is not None, "no LSH shard on a worker node"
+            holder.kill()
+            at_kill = committed(out)
+            reads_before = {name: www.gets[f"/{name}"] for name in names}
+            www.release()
+            _, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr[-3000:]
+    summary = assert_same_corpus(out, big_reference)
+    dedup = summary["this_run"]["dedup"]
+    print(f"shard node lost after {at_kill} of {N_WARCS} WARCs; shard restarts {dedup['restarts']}, "
+          f"reads at restart {dedup['start_reads']}")
+    assert "LSH shard(s)" in stderr and dedup["restarts"] >= 1
+    assert all(www.gets[f"/{name}"] == 1 for name in names[:at_kill]), (at_kill, reads_before, dict(www.gets))
 
 
 def test_pool_follows_nodes_joining_and_leaving(big_crawl, big_reference, tmp_path):

@@ -11,6 +11,7 @@ its process group; a node that is not up by its deadline is stopped and the test
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -109,6 +110,14 @@ class RayNode:
         return sum(float(line.rsplit(" ", 1)[1]) for line in lines
                    if line.startswith((name + "{", name + " ")) and all(w in line for w in wanted))
 
+    def actors(self, class_name: str) -> int:
+        """Live actors of ``class_name`` on this node (its worker processes' titles)."""
+        n = 0
+        for p in self.processes():
+            with contextlib.suppress(psutil.Error):
+                n += p.cmdline()[:1] == [f"ray::{class_name}"] or p.name() == f"ray::{class_name}"
+        return n
+
     def kill(self) -> None:
         """SIGKILL the node's raylet by its PID: the node is lost as a preempted machine is."""
         os.kill(self.pid_of("raylet"), signal.SIGKILL)
@@ -161,9 +170,10 @@ class LocalCluster:
         assert self.dashboard_port, "started without the dashboard"
         return f"http://127.0.0.1:{self.dashboard_port}"
 
-    def add_node(self, num_cpus: int = 1, ip: str | None = None) -> RayNode:
+    def add_node(self, num_cpus: int = 1, ip: str | None = None, resources: dict[str, float] | None = None) -> RayNode:
         ip = ip or f"127.0.0.{3 + len(self.workers)}"
-        node = RayNode(ip, [f"--address={self.address}", f"--num-cpus={num_cpus}", *self._sizes()], self.env)
+        extra = [f"--resources={json.dumps(resources)}"] if resources else []
+        node = RayNode(ip, [f"--address={self.address}", f"--num-cpus={num_cpus}", *self._sizes(), *extra], self.env)
         self.workers.append(node)
         return node
 

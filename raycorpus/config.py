@@ -177,6 +177,8 @@ class Config(_Model):
         d["warc"].pop("timeout_seconds")
         for key in ("shards", "expected_docs", "shard_memory", "shard_cpus", "shard_resources"):
             d["dedup"].pop(key)
+        if d["dedup"]["signature_bits"] == 32:  # before 0.2 the only choice: those outputs keep their fingerprint
+            d["dedup"].pop("signature_bits")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -95,10 +95,14 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     from tests.support.paths import REPO
 
     raw = yaml.safe_load((REPO / source).read_text()) if isinstance(source, str) else source
-    assert config_from_dict(raw).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
+    # 0.2 verifies near duplicates with 16-bit signatures (a deliberate output change, so a new fingerprint);
+    # with the 32 bits of before, an output built then keeps its fingerprint and resumes
+    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32}}
+    assert config_from_dict(old).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
+    assert config_from_dict(raw).fingerprint() != fingerprint
     from raycorpus.process.filters import DEFAULT_CHAIN
 
-    explicit = {**raw, "filters": {**raw.get("filters", {}), "chain": list(DEFAULT_CHAIN)}}
+    explicit = {**old, "filters": {**raw.get("filters", {}), "chain": list(DEFAULT_CHAIN)}}
     assert config_from_dict(explicit).fingerprint() == fingerprint  # the default order, spelled out
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
 TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
-STORE_BYTES_PER_DOC = 456  # id + 112 x uint32 signature (8 with verify off)
+STORE_BYTES_PER_DOC = 232  # id + 112 x 16-bit signature values (8 with verify off)
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
 

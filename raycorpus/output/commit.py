@@ -112,6 +112,7 @@ class CorpusWriter:
         self.state.seq += 1
         self.ledger.write_checkpoint(self.state, self._entries)
         self.packer.drop_obsolete()
+        self.ledger.compact()
         self._entries = []
         self._last_ckpt = time.monotonic()
         self.durable_ordinal = self.state.next_ordinal

@@ -23,7 +23,7 @@ from raycorpus.runtime.actors import LshShardActor
 
 log = logging.getLogger("raycorpus")
 
-BYTES_PER_DOC = 760  # tables + signature store per indexed document, measured (the reservation's basis)
+BYTES_PER_DOC = 530  # tables + 16-bit signature store per indexed document, measured (the reservation basis)
 MIN_SHARD_MEMORY = 256 * 2**20
 
 

@@ -214,14 +214,26 @@ def _scores(predicted: np.ndarray, truth: np.ndarray) -> dict:
 
 
 # (preset, permutations of the verifying Jaccard estimate; 0: no verification)
-CONFIGS = (("fineweb", 0), ("fineweb", 112), ("fineweb", 256), ("recall", 0), ("recall", 112), ("recall", 256))
+# (preset, permutations verified (0: none), bits kept of each value): 16 bits is what the index keeps by default
+CONFIGS = (("fineweb", 0, 32), ("fineweb", 112, 32), ("fineweb", 112, 16), ("fineweb", 256, 32), ("recall", 0, 32),
+           ("recall", 112, 32), ("recall", 112, 16), ("recall", 256, 32))
+
+
+def _bits(sigs: np.ndarray, bits: int) -> np.ndarray:
+    return sigs & np.uint64((1 << bits) - 1)
+
+
+def _estimate_bits(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
+    """Row-wise Jaccard from b-bit values, the chance agreement 2**-b taken out (as the index does)."""
+    chance = 2.0 ** -bits
+    return np.maximum(0.0, (estimate_jaccard_many(_bits(a, bits), _bits(b, bits)) - chance) / (1.0 - chance))
 J_BINS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0001)
 
 
 def bench_accuracy(texts: list[str], seed: int = 0) -> dict:
     """Pairwise and online precision/recall of each preset, with and without verification."""
     docs, group = build_labelled_docs(texts, seed)
-    sigs = MinHasher(num_perm=max(v for _, v in CONFIGS)).signatures(docs)  # its first 112 = MinHasher()'s
+    sigs = MinHasher(num_perm=max(v for _, v, _ in CONFIGS)).signatures(docs)  # its first 112 = MinHasher()'s
     # Every pair sharing a fineweb (8-row) or recall (5-row) band shares an aligned 2-row band,
     # so the 56 x 2 candidates hold all pairs any preset predicts, and all with J >= 0.8 but
     # for ~(1 - 0.8**2)**56 = 1e-25 of them.
@@ -240,16 +252,17 @@ def bench_accuracy(texts: list[str], seed: int = 0) -> dict:
     doc_truth = np.zeros(len(docs), bool)
     doc_truth[np.where(rank[first] > rank[second], first, second)[truth]] = True
     pairwise, by_bin, online = [], [], []
-    for name, perms in CONFIGS:
+    for name, perms, bits in CONFIGS:
         keys = band_keys(sigs, *PRESETS[name])
         predicted = (keys[first] == keys[second]).any(axis=1)
         if perms:
-            predicted &= estimate_jaccard_many(sigs[first, :perms], sigs[second, :perms]) >= THRESHOLD
-        label = {"preset": f"{name} {PRESETS[name][0]}x{PRESETS[name][1]}", "verify": perms or "-"}
+            predicted &= _estimate_bits(sigs[first, :perms], sigs[second, :perms], bits) >= THRESHOLD
+        verify = (perms if bits == 32 else f"{perms} x {bits} bits") if perms else "-"
+        label = {"preset": f"{name} {PRESETS[name][0]}x{PRESETS[name][1]}", "verify": verify}
         scores = _scores(predicted, truth)
         pairwise.append({**label, **scores, "clear": _scores(predicted[clear], truth[clear])})
         by_bin.append({**label, **{_bin_name(b): round(float(predicted[j_bin == b].mean()), 3) for b in range(9)}})
-        flagged = _online_flags(keys[order], sigs[order, :perms] if perms else None)
+        flagged = _online_flags(keys[order], _bits(sigs[order, :perms], bits) if perms else None, bits)
         online.append({**label, **_scores(flagged[rank], doc_truth)})
     return {
         "docs": len(docs),
@@ -342,7 +355,7 @@ def _bin_name(b: int) -> str:
     return f"{J_BINS[b]:.2f}-{min(J_BINS[b + 1], 1.0):.2f}"
 
 
-def _online_flags(keys: np.ndarray, sigs: np.ndarray | None) -> np.ndarray:
+def _online_flags(keys: np.ndarray, sigs: np.ndarray | None, bits: int = 32) -> np.ndarray:
     """Documents in order through a BandTable: flagged when an earlier one shares a band (and, given
     ``sigs``, the document stored for that band has an estimated Jaccard >= THRESHOLD)."""
     n_docs, bands = keys.shape
@@ -355,7 +368,7 @@ def _online_flags(keys: np.ndarray, sigs: np.ndarray | None) -> np.ndarray:
         doc, band = np.nonzero(found != NO_MATCH)
         if sigs is not None:
             earlier = found[doc, band].astype(np.int64)
-            doc = doc[estimate_jaccard_many(sigs[doc + i], sigs[earlier]) >= THRESHOLD]
+            doc = doc[_estimate_bits(sigs[doc + i], sigs[earlier], bits) >= THRESHOLD]
         flagged[doc + i] = True
     return flagged
 

@@ -10,8 +10,10 @@ of the WARCs committed since (normally none): a resumed or replaced shard reads 
 from __future__ import annotations
 
 import logging
+import time
 
 import ray
+from ray.exceptions import RayActorError
 
 from raycorpus import counts as ck
 from raycorpus.config import Config
@@ -20,11 +22,13 @@ from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
 from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
 from raycorpus.runtime.actors import LshShardActor
+from raycorpus.runtime.pool import ActorUnavailableError, RunAborted
 
 log = logging.getLogger("raycorpus")
 
 BYTES_PER_DOC = 530  # tables + 16-bit signature store per indexed document, measured (the reservation basis)
 MIN_SHARD_MEMORY = 256 * 2**20
+RESTART_SECONDS = 120.0
 
 
 class RayShards:
@@ -90,7 +94,12 @@ class DedupStage:
             resources=dict(self.cfg.dedup.shard_resources), scheduling_strategy="SPREAD", max_restarts=0,
         ).remote(self.layout, i, self.cfg, durable[i], [o for o in indexed if o >= durable[i].upto])
             for i in indexes]
-        ready = ray.get([a.ready.remote() for a in actors])
+        try:
+            ready = ray.get([a.ready.remote() for a in actors])
+        except BaseException:
+            for a in actors:
+                ray.kill(a)
+            raise
         expected = state.totals[ck.DEDUP_INDEXED]
         if any(r["docnos"] != expected for r in ready):
             raise RuntimeError(f"dedup shards hold {sorted({r['docnos'] for r in ready})} documents, the ledger says "
@@ -111,12 +120,25 @@ class DedupStage:
         written: it names every earlier WARC); return how many were replaced."""
         lost = [i for i, a in enumerate(self.actors) if not is_alive(a)]
         if lost:
-            for i, actor in zip(lost, self._start_all(self.ledger.load(), lost), strict=True):
+            for i, actor in zip(lost, self._restart(lost), strict=True):
                 self.actors[i] = actor
             self.shards.inserted = []
             self.restarts += len(lost)
             log.warning("LSH shard(s) %s lost: restarted from their files and the WARCs committed since", lost)
         return len(lost)
+
+    def _restart(self, lost: list[int]) -> list:
+        """Ray may place a replacement on the very node that was just lost, before it knows the node is
+        gone (its health checks take up to ~30 s): such a start fails, and is tried again."""
+        deadline = time.monotonic() + RESTART_SECONDS
+        while True:
+            try:
+                return self._start_all(self.ledger.load(), lost)
+            except (RayActorError, ActorUnavailableError) as e:
+                if time.monotonic() > deadline:
+                    raise RunAborted(f"LSH shard(s) {lost} could not be started again within {RESTART_SECONDS:g} s "
+                                     f"({e.__class__.__name__}); the ledger is consistent, rerun to resume") from None
+                time.sleep(2.0)
 
     def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""

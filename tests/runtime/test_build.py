@@ -227,35 +227,41 @@ def test_dedup_keeps_the_first_copy_and_the_audit_names_it(reference, crawl, tmp
 
 
 def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, crawl, tmp_path):
+    """A shard actor SIGKILLed mid-run starts again from its own files (named by the last checkpoint) and
+    the records of the WARCs committed since."""
     c, tok = crawl
     ref_out, ref_summary = reference
     out = tmp_path / "out"
     cfg_path = tmp_path / "c.yaml"
-    cfg_path.write_text(json.dumps({
-        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000},
-        "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": 2},
-        "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
-    deadline = time.monotonic() + 240
-    while actor_pids("LshShardActor") and time.monotonic() < deadline:
-        time.sleep(0.1)  # earlier tests' shard actors are still exiting: only this run's may be found
-    proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ledger = Ledger(Storage(), str(out))
-    pids: list[int] = []
-    while time.monotonic() < deadline and proc.poll() is None and len(pids) < 2:
-        pids = actor_pids("LshShardActor")
-        time.sleep(0.02)
-    assert len(pids) == 2, "the run did not start its two LSH shard actors"
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
-            break
-        time.sleep(0.01)
-    os.kill(pids[0], signal.SIGKILL)
-    _, stderr = proc.communicate(timeout=300)
+    held = c.manifest_path.read_text().split()[5]  # WARC #5 waits: the kill lands mid-run, whatever the speed
+    with LocalHTTPServer(c.manifest_path.parent, hold=(held,)) as www:
+        cfg_path.write_text(json.dumps({
+            "input": {"manifest": str(c.manifest_path), "base": www.url},
+            "output": {"path": str(out), "shard_size_tokens": 5000},
+            "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": 2},
+            "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
+        deadline = time.monotonic() + 240
+        while actor_pids("LshShardActor") and time.monotonic() < deadline:
+            time.sleep(0.1)  # earlier tests' shard actors are still exiting: only this run's may be found
+        proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ledger = Ledger(Storage(), str(out))
+        pids: list[int] = []
+        while time.monotonic() < deadline and proc.poll() is None and len(pids) < 2:
+            pids = actor_pids("LshShardActor")
+            time.sleep(0.02)
+        assert len(pids) == 2, "the run did not start its two LSH shard actors"
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
+                break
+            time.sleep(0.01)
+        os.kill(pids[0], signal.SIGKILL)
+        www.release()
+        _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["this_run"]["dedup"]["restarts"] == 1, "the shard was not killed mid-run"
-    assert "LSH shard(s) [" in stderr and "rebuilt from" in stderr
+    assert "LSH shard(s) [" in stderr and "restarted from their files" in stderr
     assert shard_digests(out) == shard_digests(ref_out)
     assert s["docs"] == ref_summary["docs"]
 

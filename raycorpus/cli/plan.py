@@ -24,12 +24,15 @@ from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
 TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
 STORE_BYTES_PER_DOC = 232  # id + 112 x 16-bit signature values (8 with verify off)
+SEGMENT_BYTES_PER_DOC = 416  # a shard's files: 15 keys x (8 + 4) + docno 4 + id 8 + 112 x 2
+RECORD_BYTES_PER_DOC = 464  # the per-WARC dedup record: id 8 + hash 8 + 112 x 4
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
 
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
          efficiency: float | None = None, token_bytes: int = 2, extra_formats: int = 0, verify: bool = True,
-         read_requests_per_warc: float = 1.2) -> dict:
+         read_requests_per_warc: float = 1.2, replay: dict | None = None, nodes: int | None = None,
+         node_memory: float = 64 * 2**30) -> dict:
     chain = bench["chain"]
     n_bench = max(1, bench.get("input_warcs", chain["warcs"]) * bench.get("copies", 1))
     bytes_per_warc = chain.get("bytes_read", 0) / max(1, chain["warcs"])
@@ -81,6 +84,9 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         need = math.ceil(kept * per_doc / (32 * 2**30))
         out["warnings"].append(f"{out['lsh_bytes_per_shard'] / 2**30:,.0f} GiB per LSH shard: use dedup.shards >= "
                                f"{need} (32 GiB each)")
+    out["index"] = _index(kept, per_doc, shards, nodes, node_memory, out["warnings"])
+    reaching = (chain["docs_kept"] + sum(n for k, n in chain.get("drops", {}).items() if k.startswith("dedup:")))
+    out["head"] = _head(replay, reaching / distinct * scale, warcs / wall_s if wall_s else 0.0, cpu_s_per_warc / eff)
     if pipe and str(workers) in pipe and n_bench:
         # predict the measured run from the *other* run's efficiency (when there is one): a real test of the model
         other = [k for k in pipe if k != str(workers)]
@@ -92,6 +98,52 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     return out
 
 
+def _index(kept: float, per_doc: int, shards: int, nodes: int | None, node_memory: float, warnings: list) -> dict:
+    """The LSH index in memory (per shard, per node, shards spread evenly) and on storage."""
+    per_shard = kept * per_doc / shards
+    out = {
+        "bytes_per_doc": per_doc,
+        "bytes_per_shard": round(per_shard),
+        "files_bytes": round(kept * SEGMENT_BYTES_PER_DOC),  # every shard's files (the "snapshots")
+        "records_bytes": round(kept * RECORD_BYTES_PER_DOC),  # the per-WARC dedup records
+        "resume_read_per_shard": round(kept * SEGMENT_BYTES_PER_DOC / shards),  # its own files only
+        "resume_read_per_shard_before": round(kept * RECORD_BYTES_PER_DOC),  # 0.1: every record, by every shard
+    }
+    if nodes:
+        out["bytes_per_node"] = round(per_shard * math.ceil(shards / nodes))
+        if per_shard > 0.7 * node_memory:
+            need = math.ceil(kept * per_doc / (0.5 * node_memory))
+            warnings.append(f"an LSH shard needs {per_shard / 2**30:,.1f} GiB, more than 70 % of a node's "
+                            f"{node_memory / 2**30:,.0f} GiB: use dedup.shards >= {need}")
+        elif out["bytes_per_node"] > 0.5 * node_memory:
+            warnings.append(f"{out['bytes_per_node'] / 2**30:,.1f} GiB of LSH shards per node leave little of its "
+                            f"{node_memory / 2**30:,.0f} GiB to the workers: add nodes or shards")
+    return out
+
+
+def _head(replay: dict | None, reaching_per_warc: float, warcs_per_second: float, worker_s_per_warc: float) -> dict:
+    """Head CPU (driver + packer) from the replay benchmark's cost per document reaching dedup."""
+    if not replay:
+        return {}
+    r = replay.get("commit_path", replay)
+    us = r["median"]["head_cpu_us_per_doc_at_dedup"]
+    cpu_s_per_warc = us * reaching_per_warc / 1e6
+    return {
+        "us_per_doc_at_dedup": us,
+        "cpu_seconds_per_warc": round(cpu_s_per_warc, 4),
+        "cores": round(warcs_per_second * cpu_s_per_warc, 2),
+        "workers_per_core": round(worker_s_per_warc / cpu_s_per_warc) if cpu_s_per_warc else None,
+        "model_check_ratio": r.get("check", {}).get("ratio"),
+    }
+
+
+def _index_line(i: dict) -> str:
+    gb = {k: v / 1e9 for k, v in i.items() if k != "bytes_per_doc"}
+    return (f"index files   {gb['files_bytes']:,.1f} GB of shard files + {gb['records_bytes']:,.1f} GB of per-WARC "
+            f"records; a resume reads {gb['resume_read_per_shard']:,.2f} GB per shard (its own files; before 0.2 "
+            f"every shard read all records, {gb['resume_read_per_shard_before']:,.1f} GB)")
+
+
 def format_plan(p: dict) -> str:
     w = p["per_warc"]
     lines = [
@@ -101,9 +153,16 @@ def format_plan(p: dict) -> str:
         f"crawl         {p['warcs']:,} WARCs: {p['core_hours']:,.0f} core-hours; {p['wall_hours']:,.1f} h wall "
         f"on {p['workers']:,} workers",
         f"output        {p['docs_kept']:,} documents, {p['tokens']:,} tokens, {p['output_bytes'] / 1e9:,.1f} GB",
-        f"dedup         {p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}",
+        f"dedup         {p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
+        + (f", {p['index']['bytes_per_node'] / 2**30:,.1f} GiB per node" if "bytes_per_node" in p["index"] else ""),
+        _index_line(p["index"]),
         f"S3            {p['s3_get_per_second']:,.1f} GET/s, {p['read_bytes_per_second'] / 1e6:,.0f} MB/s read",
     ]
+    h = p.get("head")
+    if h:
+        lines.append(f"head          {h['us_per_doc_at_dedup']:,.1f} us per document reaching dedup (replay): "
+                     f"{h['cpu_seconds_per_warc']:.3f} CPU s per WARC, {h['cores']:,.2f} head cores; one core feeds "
+                     f"~{h['workers_per_core']:,} workers (model check ratio {h['model_check_ratio']})")
     if "check" in p:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "
@@ -126,7 +185,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if not warcs:
         err("give --manifest (a warc.paths[.gz]) or --warcs N")
         return EXIT_USAGE
+    try:
+        replay = json.loads(Path(args.replay).read_text())["commit_path"] if args.replay else None
+    except (OSError, ValueError, KeyError, TypeError):
+        err(f"{args.replay}: not a `raycorpus bench --commit-path --save` JSON")
+        return EXIT_USAGE
     p = plan(bench, warcs=warcs, workers=args.workers, shards=args.shards, warc_bytes=args.warc_bytes,
-             efficiency=args.efficiency, extra_formats=args.extra_formats)
+             efficiency=args.efficiency, extra_formats=args.extra_formats, replay=replay, nodes=args.nodes,
+             node_memory=args.node_memory * 2**30)
     print(json.dumps(p, indent=1) if args.json else format_plan(p))
     return EXIT_OK

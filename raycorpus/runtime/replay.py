@@ -147,38 +147,53 @@ def figures(summary: dict, worker_ms: float) -> dict:
         "kept_per_second": round(docs["kept"] / run["wall_seconds"], 1),
         "head_cpu_us_per_doc_at_dedup": round(head * 1e6 / max(1, reached), 2),
         "head_cpu_us_per_page": round(head_us_per_page, 3),
+        "head_cpu_ms_per_warc": round(head * 1000 / max(1, run["processed"]), 2),
+        "reached_dedup_per_warc": round(reached / max(1, run["processed"]), 1),
         "cpu_seconds": cpu,
         "workers_per_head_core": round(worker_ms * 1000 / head_us_per_page) if head_us_per_page else None,
     }
 
 
+def _replay_medians(cfg: Config, token_meta: dict, cached_ref, plan: ReplayPlan, repeats: int, worker_ms: float,
+                    replay_workers: int) -> tuple[dict, list[dict]]:
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
+        for r in range(repeats + 1):  # the first run warms the object store and the actors' imports
+            s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers)
+            if r:
+                runs.append(figures(s, worker_ms))
+    keys = [k for k in runs[0] if k != "cpu_seconds"]
+    return {k: statistics.median(run[k] for run in runs) for k in keys if runs[0][k] is not None}, runs
+
+
 def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replayed: int = 40,
                       pages_per_warc: int = 35_000, dup_rate: float = 0.1, repeats: int = 3,
                       worker_ms: float | None = None, replay_workers: int = 2) -> dict:
-    """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures."""
+    """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures.
+    Then the model the planner uses (head CPU = a cost per document reaching dedup) is checked on
+    WARCs a quarter that size: predicted head CPU per WARC over measured."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
+    ms = worker_ms or measured_ms
     pages = sum(r.counts[ck.HTML] for r in cached) / len(cached)
     plan = ReplayPlan(replayed, max(1, round(pages_per_warc / max(1.0, pages))), dup_rate)
+    small = ReplayPlan(replayed, max(1, plan.parts // 4), dup_rate)
     init_ray(cfg)
     cached_ref = ray.put(cached)
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
-        for r in range(repeats + 1):
-            s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers)
-            if r:
-                runs.append(figures(s, worker_ms or measured_ms))
-    keys = [k for k in runs[0] if k != "cpu_seconds"]
-    med = {k: statistics.median(run[k] for run in runs) for k in keys if runs[0][k] is not None}
-    kept = sum(len(c.docs) for c in cached) / len(cached)
+    med, runs = _replay_medians(cfg, token_meta, cached_ref, plan, repeats, ms, replay_workers)
+    check, _ = _replay_medians(cfg, token_meta, cached_ref, small, repeats, ms, replay_workers)
+    predicted = med["head_cpu_us_per_doc_at_dedup"] * check["reached_dedup_per_warc"] / 1000
     return {
         "input_warcs": len(warcs), "replayed_warcs": replayed, "parts_per_warc": plan.parts,
-        "pages_per_warc": round(pages * plan.parts), "reaching_dedup_per_warc": round(kept * plan.parts),
-        "dup_rate": dup_rate, "worker_ms_per_page": round(worker_ms or measured_ms, 4),
+        "pages_per_warc": round(pages * plan.parts), "reaching_dedup_per_warc": med["reached_dedup_per_warc"],
+        "dup_rate": dup_rate, "worker_ms_per_page": round(ms, 4),
         "worker_ms_source": "given" if worker_ms else "measured in-process on the input",
-        "shards": cfg.dedup.shards, "runs": len(runs),
-        "median": med, "per_run": runs,
+        "shards": cfg.dedup.shards, "runs": len(runs), "median": med, "per_run": runs,
+        "check": {"pages_per_warc": round(pages * small.parts), "measured_head_cpu_ms_per_warc":
+                  check["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
+                  "ratio": round(predicted / check["head_cpu_ms_per_warc"], 3) if check["head_cpu_ms_per_warc"]
+                  else None},
     }
 
 
@@ -194,4 +209,7 @@ def format_commit_path(b: dict) -> str:
         f"(driver + packer), {m['head_cpu_us_per_page']:,.2f} us per input page",
         f"worker        {b['worker_ms_per_page']:.3f} ms per input page ({b['worker_ms_source']})",
         f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
+        f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
+        f"{b['check']['predicted_head_cpu_ms_per_warc']} ms from the per-document cost above, measured "
+        f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",
     ])

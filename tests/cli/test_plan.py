@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from raycorpus.cli.plan import plan
+from raycorpus.cli.plan import STORE_BYTES_PER_DOC, TABLE_BYTES_PER_DOC, plan
 
 BENCH = {
     "input_warcs": 1, "copies": 4,
@@ -26,7 +26,7 @@ def test_plan_scales_the_benchmarked_warc_to_the_crawl():
     assert p["core_hours"] == pytest.approx(90_000 * 160 / 0.93 / 3600, rel=1e-3)
     assert p["wall_hours"] == pytest.approx(p["core_hours"] / 1000, rel=1e-2)
     assert p["tokens"] == 90_000 * 40_000_000 and p["output_bytes"] == 2 * p["tokens"]
-    assert p["lsh_bytes_per_shard"] == round(90_000 * 20_000 * (290 + 456) / 10)
+    assert p["lsh_bytes_per_shard"] == round(90_000 * 20_000 * (TABLE_BYTES_PER_DOC + STORE_BYTES_PER_DOC) / 10)
     assert any("LSH shard" in x for x in p["warnings"])  # 134 GB per shard is too much
     # the 2-worker run predicted from the 1-worker run's efficiency
     c = plan(BENCH, warcs=4, workers=2)["check"]

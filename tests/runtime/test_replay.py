@@ -1,0 +1,55 @@
+"""The commit-path replay benchmark: replayed WARCs stay distinct but for the stated duplicates; a smoke run
+through the real commit path (no timing asserted: figures are for the benchmark to print)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.tokenize import TokenEncoder
+from raycorpus.runtime.replay import ReplayPlan, bench_commit_path, format_commit_path, replay_part, replay_warc
+from tests.support.corpus import make_config
+
+
+def _cached(crawl, tmp_path):
+    c, tok = crawl
+    cfg = make_config(str(c.manifest_path), str(tmp_path / "out"), tok)
+    proc = WarcProcessor(cfg, encoder=TokenEncoder(cfg.tokenizer))
+    return cfg, [proc.process(i, str(p)) for i, p in enumerate(c.warc_paths[:2])]
+
+
+def test_replayed_parts_are_distinct_but_for_the_stated_duplicates(crawl, tmp_path):
+    _, cached = _cached(crawl, tmp_path)
+    base = cached[0]
+    first = replay_part(base, 0, len(cached), dup_rate=0.25)  # the first pass over the cache: as it is
+    assert np.array_equal(first[0], base.content_hashes) and np.array_equal(first[1], base.signatures)
+    again = replay_part(base, 2, len(cached), dup_rate=0.25)
+    kept = again[0] == base.content_hashes
+    assert 0.1 < kept.mean() < 0.45  # about a quarter replayed as duplicates of their first replay
+    assert np.array_equal(again[1][kept], base.signatures[kept])
+    assert not np.any(again[1][~kept] == base.signatures[~kept])  # the others shifted in every value
+    assert np.array_equal(replay_part(base, 2, len(cached), 0.25)[0], again[0])  # deterministic
+
+
+def test_a_replayed_warc_joins_parts_with_their_tokens(crawl, tmp_path):
+    _, cached = _cached(crawl, tmp_path)
+    w = replay_warc(cached, ReplayPlan(warcs=2, parts=3, dup_rate=0.0), ordinal=1)
+    parts = [cached[n % 2] for n in range(3, 6)]
+    assert len(w.docs) == len(w.content_hashes) == len(w.lengths) == sum(len(p.docs) for p in parts)
+    assert w.tokens.size == int(w.lengths.sum()) == sum(p.tokens.size for p in parts)
+
+
+def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
+    cfg, _ = _cached(crawl, tmp_path)
+    c, _ = crawl
+    b = bench_commit_path(cfg, _meta(cfg), [str(p) for p in c.warc_paths[:2]], replayed=3, pages_per_warc=160,
+                          repeats=1, replay_workers=1)
+    m = b["median"]
+    assert b["runs"] == 1 and b["parts_per_warc"] >= 4
+    assert m["reached_dedup_per_warc"] > 0 and m["head_cpu_us_per_doc_at_dedup"] > 0
+    assert m["workers_per_head_core"] > 0 and b["check"]["ratio"] > 0
+    assert "one head core feeds" in format_commit_path(b)
+
+
+def _meta(cfg) -> dict:
+    return TokenEncoder(cfg.tokenizer).meta()

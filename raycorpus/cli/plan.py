@@ -126,10 +126,11 @@ def _head(replay: dict | None, reaching_per_warc: float, warcs_per_second: float
     if not replay:
         return {}
     r = replay.get("commit_path", replay)
-    us = r["median"]["head_cpu_us_per_doc_at_dedup"]
-    cpu_s_per_warc = us * reaching_per_warc / 1e6
+    model = r["model"]
+    cpu_s_per_warc = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching_per_warc / 1e6
     return {
-        "us_per_doc_at_dedup": us,
+        "us_per_doc_at_dedup": r["median"]["head_cpu_us_per_doc_at_dedup"],
+        "model": model,
         "cpu_seconds_per_warc": round(cpu_s_per_warc, 4),
         "cores": round(warcs_per_second * cpu_s_per_warc, 2),
         "workers_per_core": round(worker_s_per_warc / cpu_s_per_warc) if cpu_s_per_warc else None,
@@ -160,9 +161,10 @@ def format_plan(p: dict) -> str:
     ]
     h = p.get("head")
     if h:
-        lines.append(f"head          {h['us_per_doc_at_dedup']:,.1f} us per document reaching dedup (replay): "
-                     f"{h['cpu_seconds_per_warc']:.3f} CPU s per WARC, {h['cores']:,.2f} head cores; one core feeds "
-                     f"~{h['workers_per_core']:,} workers (model check ratio {h['model_check_ratio']})")
+        m = h["model"]
+        lines.append(f"head          {m['ms_per_warc']} ms per WARC + {m['us_per_doc']} us per document reaching "
+                     f"dedup (replay): {h['cpu_seconds_per_warc']:.3f} CPU s per WARC, {h['cores']:,.2f} head cores; "
+                     f"one core feeds ~{h['workers_per_core']:,} workers (model check ratio {h['model_check_ratio']})")
     if "check" in p:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "

@@ -170,31 +170,43 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                       pages_per_warc: int = 35_000, dup_rate: float = 0.1, repeats: int = 3,
                       worker_ms: float | None = None, replay_workers: int = 2) -> dict:
     """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures.
-    Then the model the planner uses (head CPU = a cost per document reaching dedup) is checked on
-    WARCs a quarter that size: predicted head CPU per WARC over measured."""
+    The planner's model of the head, CPU per WARC = a + b x documents reaching dedup, is fitted on
+    these and on WARCs a quarter the size, and checked on WARCs half the size: predicted / measured."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
     ms = worker_ms or measured_ms
     pages = sum(r.counts[ck.HTML] for r in cached) / len(cached)
-    plan = ReplayPlan(replayed, max(1, round(pages_per_warc / max(1.0, pages))), dup_rate)
-    small = ReplayPlan(replayed, max(1, plan.parts // 4), dup_rate)
+    parts = max(4, round(pages_per_warc / max(1.0, pages)))
     init_ray(cfg)
     cached_ref = ray.put(cached)
-    med, runs = _replay_medians(cfg, token_meta, cached_ref, plan, repeats, ms, replay_workers)
-    check, _ = _replay_medians(cfg, token_meta, cached_ref, small, repeats, ms, replay_workers)
-    predicted = med["head_cpu_us_per_doc_at_dedup"] * check["reached_dedup_per_warc"] / 1000
+    med, runs = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
+                                replay_workers)
+    small, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 4, dup_rate), repeats, ms,
+                               replay_workers)
+    half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
+                              replay_workers)
+    model = head_model(med, small)
+    predicted = model["ms_per_warc"] + model["us_per_doc"] * half["reached_dedup_per_warc"] / 1000
     return {
-        "input_warcs": len(warcs), "replayed_warcs": replayed, "parts_per_warc": plan.parts,
-        "pages_per_warc": round(pages * plan.parts), "reaching_dedup_per_warc": med["reached_dedup_per_warc"],
+        "input_warcs": len(warcs), "replayed_warcs": replayed, "parts_per_warc": parts,
+        "pages_per_warc": round(pages * parts), "reaching_dedup_per_warc": med["reached_dedup_per_warc"],
         "dup_rate": dup_rate, "worker_ms_per_page": round(ms, 4),
         "worker_ms_source": "given" if worker_ms else "measured in-process on the input",
-        "shards": cfg.dedup.shards, "runs": len(runs), "median": med, "per_run": runs,
-        "check": {"pages_per_warc": round(pages * small.parts), "measured_head_cpu_ms_per_warc":
-                  check["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
-                  "ratio": round(predicted / check["head_cpu_ms_per_warc"], 3) if check["head_cpu_ms_per_warc"]
+        "shards": cfg.dedup.shards, "runs": len(runs), "median": med, "per_run": runs, "model": model,
+        "check": {"pages_per_warc": round(pages * (parts // 2)), "measured_head_cpu_ms_per_warc":
+                  half["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
+                  "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
                   else None},
     }
+
+
+def head_model(big: dict, small: dict) -> dict:
+    """Head CPU per WARC = ms_per_warc + us_per_doc x documents reaching dedup, through two replays."""
+    dn = big["reached_dedup_per_warc"] - small["reached_dedup_per_warc"]
+    b = (big["head_cpu_ms_per_warc"] - small["head_cpu_ms_per_warc"]) * 1000 / dn if dn else 0.0
+    a = big["head_cpu_ms_per_warc"] - b * big["reached_dedup_per_warc"] / 1000
+    return {"ms_per_warc": round(max(0.0, a), 3), "us_per_doc": round(b, 3)}
 
 
 def format_commit_path(b: dict) -> str:
@@ -209,7 +221,9 @@ def format_commit_path(b: dict) -> str:
         f"(driver + packer), {m['head_cpu_us_per_page']:,.2f} us per input page",
         f"worker        {b['worker_ms_per_page']:.3f} ms per input page ({b['worker_ms_source']})",
         f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
+        f"head model    {b['model']['ms_per_warc']} ms per WARC + {b['model']['us_per_doc']} us per document "
+        f"reaching dedup (fitted on WARCs of ~{b['pages_per_warc']:,} and a quarter that)",
         f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
-        f"{b['check']['predicted_head_cpu_ms_per_warc']} ms from the per-document cost above, measured "
+        f"{b['check']['predicted_head_cpu_ms_per_warc']} ms, measured "
         f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",
     ])

@@ -47,7 +47,7 @@ def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
     m = b["median"]
     assert b["runs"] == 1 and b["parts_per_warc"] >= 4
     assert m["reached_dedup_per_warc"] > 0 and m["head_cpu_us_per_doc_at_dedup"] > 0
-    assert m["workers_per_head_core"] > 0 and b["check"]["ratio"] > 0
+    assert m["workers_per_head_core"] > 0 and b["check"]["ratio"] > 0 and b["model"]["us_per_doc"] != 0
     assert "one head core feeds" in format_commit_path(b)
 
 

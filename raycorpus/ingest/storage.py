@@ -535,16 +535,18 @@ class Storage:
         with self.open_read(url) as f:
             return f.read()
 
-    def write_atomic(self, url: str, data: bytes) -> None:
-        """Write ``data`` so that readers see either the old object, nothing, or all of ``data``."""
+    def write_atomic(self, url: str, data: bytes | memoryview) -> None:
+        """Write ``data`` so that readers see either the old object, nothing, or all of ``data``.
+        ``data`` may be a memoryview (of an array's bytes, say): written without a copy to local files."""
+        data = memoryview(data).cast("B")
         kind = self._kind(url)
         if kind == "local":
             self._write_local(url, lambda f: f.write(data))
         elif kind == "s3":
-            self._upload_s3(url, len(data), lambda offset, n: data[offset : offset + n])
+            self._upload_s3(url, data.nbytes, lambda offset, n: data[offset : offset + n].tobytes())
         else:
             raise self._read_only("write", url)
-        self._bump("bytes_written", len(data))
+        self._bump("bytes_written", data.nbytes)
 
     def write_file_atomic(self, url: str, local_path: str) -> None:
         """Atomically copy the local file ``local_path`` to ``url`` (streamed, multipart on S3)."""

@@ -133,8 +133,9 @@ class ShardPacker:
         if not self._open_docs:
             return
         tokens = np.concatenate(self._chunks) if len(self._chunks) != 1 else self._chunks[0]
+        tokens = np.ascontiguousarray(tokens.astype(self.dtype, copy=False))
         ends = np.cumsum(np.concatenate(self._lengths), dtype=np.uint64)
-        tok_bytes = tokens.astype(self.dtype, copy=False).tobytes()
+        tok_bytes = memoryview(tokens).cast("B")  # hashed and written as it is, not copied
         idx_bytes = ends.astype("<u8").tobytes()
         name = shard_name(self.state.shard_index)
         sidecar = {
@@ -150,7 +151,7 @@ class ShardPacker:
             },
         }
         sidecar_bytes = canonical_json(sidecar)
-        write_formats(self.storage, self.out_url, name, self.formats, tokens.astype(self.dtype, copy=False), ends,
+        write_formats(self.storage, self.out_url, name, self.formats, tokens, ends,
                       sidecar, self.token_meta, self.ctx_len, canonical_json)
         self.storage.write_atomic(self._url(SHARDS_DIR, name + ".tokens"), tok_bytes)
         self.storage.write_atomic(self._url(SHARDS_DIR, name + ".idx"), idx_bytes)
@@ -173,7 +174,7 @@ class ShardPacker:
             buf = io.BytesIO()
             np.savez(buf, tokens=toks, lengths=lens)
             name = f"{shard_name(self.state.shard_index)}.seg-{self._seg_seq:06d}.npz"
-            self.storage.write_atomic(self._url(OPEN_DIR, name), buf.getvalue())
+            self.storage.write_atomic(self._url(OPEN_DIR, name), buf.getbuffer())
             self.state.segments.append(name)
             self._seg_seq += 1
             self._persisted = len(self._chunks)

@@ -399,22 +399,29 @@ class Deduplicator:
 
 
 def _earlier_equal(keys: np.ndarray) -> dict[int, list[int]]:
-    """Documents (rows) sharing any column's key with an earlier row: ``{i: [earlier rows]}`` ascending."""
+    """Documents (rows) sharing any column's key with an earlier row: ``{i: [earlier rows]}`` ascending.
+
+    Vectorised: every (later, earlier) pair within each group of equal keys, then the distinct pairs."""
     n, b = keys.shape
     if n < 2 or b == 0:
         return {}
     flat = keys.ravel()
-    rows = np.repeat(np.arange(n), b)
-    order = np.lexsort((rows, flat))
-    sk, sr = flat[order], rows[order]
-    same = sk[1:] == sk[:-1]
-    if not same.any():
+    order = np.argsort(flat, kind="stable")  # by key, then row (rows are in order in the flattened array)
+    sk, sr = flat[order], order // b
+    distinct = np.ones(sk.size, bool)  # a row with one key in two columns counts once
+    distinct[1:] = (sk[1:] != sk[:-1]) | (sr[1:] != sr[:-1])
+    sk, sr = sk[distinct], sr[distinct]
+    new_group = np.ones(sk.size, bool)
+    new_group[1:] = sk[1:] != sk[:-1]
+    if new_group.all():
         return {}
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    sizes = np.diff(np.append(starts, sk.size))
-    out: dict[int, set[int]] = {}
-    for a, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
-        members = sorted(set(sr[a : a + size].tolist()))
-        for k, i in enumerate(members[1:], 1):
-            out.setdefault(i, set()).update(members[:k])
-    return {i: sorted(v) for i, v in out.items()}
+    start = np.maximum.accumulate(np.where(new_group, np.arange(sk.size), 0))  # each position's group start
+    before = np.arange(sk.size) - start  # how many earlier rows share its key
+    later = np.flatnonzero(before)
+    counts = before[later]
+    first_pair = np.cumsum(counts) - counts
+    earlier = np.repeat(start[later], counts) + (np.arange(int(counts.sum())) - np.repeat(first_pair, counts))
+    pairs = np.unique(sr[np.repeat(later, counts)].astype(np.int64) * n + sr[earlier])
+    i, j = pairs // n, pairs % n
+    cuts = np.flatnonzero(np.diff(i)) + 1
+    return {int(a[0]): c.tolist() for a, c in zip(np.split(i, cuts), np.split(j, cuts), strict=True)}

@@ -249,8 +249,8 @@ class WriterPool:
     def resize(self, workers: int) -> None:
         want = self.cfg.ray.writers or max(1, -(-workers // self.PER_WORKERS))
         while len(self.actors) < want:
-            self.actors.append(DocumentWriter.options(
-                num_cpus=0, max_restarts=-1, max_task_retries=3, scheduling_strategy=on_this_node(),
+            self.actors.append(DocumentWriter.options(  # off the head: spread over the cluster
+                num_cpus=self.cfg.ray.writer_cpus, max_restarts=-1, max_task_retries=3, scheduling_strategy="SPREAD",
                 **faults.actor_options()).remote(self.cfg, self.token_meta))
 
     def next(self):

@@ -196,28 +196,27 @@ def _shared_resources(cfg: Config, storage: Storage) -> ray.ObjectRef:
     return ray.put(Chain.shared_resources(cfg.filters, storage))
 
 
-def _cpu_by_role(groups: dict[str, list]) -> dict[str, float]:
-    """CPU seconds used so far by each role's processes (summed over the role's actors); best effort."""
+def _per_role(groups: dict[str, list], method: str, combine) -> dict[str, float]:
+    """``combine`` of every actor's ``method()`` answer, per role; best effort (a role that does not answer
+    in 30 s is left out)."""
     out = {}
     for role, actors in groups.items():
         if actors:
             try:
-                out[role] = sum(ray.get([a.cpu_seconds.remote() for a in actors], timeout=30))
+                out[role] = combine(ray.get([getattr(a, method).remote() for a in actors], timeout=30))
             except (GetTimeoutError, RayTaskError, *ACTOR_LOST):
                 pass
     return out
+
+
+def _cpu_by_role(groups: dict[str, list]) -> dict[str, float]:
+    """CPU seconds used so far by each role's processes (summed over the role's actors)."""
+    return _per_role(groups, "cpu_seconds", sum)
 
 
 def _peak_memory(groups: dict[str, list]) -> dict:
-    """Peak RSS per role (the largest of each group), in MB; best effort."""
-    out = {"driver": peak_rss_mb()}
-    for role, actors in groups.items():
-        if actors:
-            try:
-                out[role] = max(ray.get([a.peak_rss_mb.remote() for a in actors], timeout=30))
-            except (GetTimeoutError, RayTaskError, *ACTOR_LOST):
-                pass
-    return out
+    """Peak RSS per role (the largest of each group), in MB."""
+    return {"driver": peak_rss_mb(), **_per_role(groups, "peak_rss_mb", max)}
 
 
 def _dedup_stats(dedup, docs: int) -> dict:

@@ -125,16 +125,15 @@ def _head(replay: dict | None, reaching_per_warc: float, warcs_per_second: float
     """Head CPU (driver + packer) from the replay benchmark's cost per document reaching dedup."""
     if not replay:
         return {}
-    r = replay.get("commit_path", replay)
-    model = r["model"]
+    model = replay["model"]
     cpu_s_per_warc = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching_per_warc / 1e6
     return {
-        "us_per_doc_at_dedup": r["median"]["head_cpu_us_per_doc_at_dedup"],
+        "us_per_doc_at_dedup": replay["median"]["head_cpu_us_per_doc_at_dedup"],
         "model": model,
         "cpu_seconds_per_warc": round(cpu_s_per_warc, 4),
         "cores": round(warcs_per_second * cpu_s_per_warc, 2),
         "workers_per_core": round(worker_s_per_warc / cpu_s_per_warc) if cpu_s_per_warc else None,
-        "model_check_ratio": r.get("check", {}).get("ratio"),
+        "model_check_ratio": replay.get("check", {}).get("ratio"),
     }
 
 

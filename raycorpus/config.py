@@ -123,8 +123,8 @@ class RayConfig(_Model):
         None, ge=1, description="document writer actors (documents/, parquet, the dedup audit); default one per "
         "32 workers, re-checked with the pool; none when the output has no document files")
     writer_cpus: float = Field(
-        0.0, ge=0, description="CPUs each document writer reserves (default none: writing is a few % of a worker's "
-        "work, and Ray packs whole CPUs)")
+        0.0, ge=0, description="CPUs each document writer and each shard-closing task reserves (default none: "
+        "writing is a few % of a worker's work, and Ray packs whole CPUs)")
     in_flight_per_worker: int = Field(2, ge=1, description="WARCs queued per worker (backpressure)")
     reorder_buffer: int | None = Field(
         None, ge=1, description="max WARCs finished but not yet committed (default 4 x workers)"

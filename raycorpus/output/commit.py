@@ -1,8 +1,8 @@
 """The single writer: commits WARCs in manifest order into shards, then checkpoints the ledger.
 
 Ray-free; the runtime's packer actor is a thin wrapper. The order of writes is what makes
-resume exact: closed shards and open-shard segments are durable before the checkpoint
-that names them, and a checkpoint is the only thing that marks a WARC committed.
+resume exact: closed shards (and the staged token files of the open one) are durable before
+the checkpoint that names them, and a checkpoint is the only thing that marks a WARC committed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
-from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker
+from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker, WarcTokens
 from raycorpus.process.results import WarcSummary
 
 
@@ -38,20 +38,23 @@ class Position:
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
                  checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
-                 ctx_len: int | None = None, fence=None, whole_output: bool = True, dedup_files=None):
+                 ctx_len: int | None = None, fence=None, whole_output: bool = True, dedup_files=None, closer=None):
         """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
         a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes.
         ``dedup_files(upto, docnos, durable) -> list[ShardFiles]``: before each checkpoint, has the LSH shards
-        write what they took below ``upto`` and returns their files, which the checkpoint names."""
+        write what they took below ``upto`` and returns their files, which the checkpoint names.
+        ``closer``: writes closed shards (default: here, at once; see :class:`~raycorpus.output.shards.InlineCloser`)."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
         self.dedup_files = dedup_files
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
-        self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len)
+        self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len,
+                                  closer)
         own = (SHARDS_DIR, OPEN_DIR, LEDGER_DIR, *self.packer.formats)
         for url in [out_url] if whole_output else [join_url(out_url, folder) for folder in own]:
             storage.remove_partial_writes(url)  # half-written temp files of a killed writer
-        self.packer.remove_orphans()
+        if whole_output:  # no worker of this run is staging yet
+            self.packer.remove_orphans()
         self.interval = checkpoint_interval_seconds
         self._entries: list[dict] = []
         self._last_ckpt = time.monotonic()
@@ -61,12 +64,12 @@ class CorpusWriter:
         if ordinal != self.state.next_ordinal:
             raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
 
-    def commit(self, ordinal: int, warc: str, summary: WarcSummary, tokens: np.ndarray, lengths: np.ndarray,
-               attempts: int = 1) -> Position:
-        """Append one processed WARC's documents. ``warc`` is its manifest line; ``summary.url`` where
-        it was read from."""
+    def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens,
+               keep: np.ndarray | None = None, attempts: int = 1) -> Position:
+        """Append one processed WARC's documents (``staged`` by its worker; ``keep``: which of them, None:
+        all). ``warc`` is its manifest line; ``summary.url`` where it was read from."""
         self._expect(ordinal)
-        placed = self.packer.add(ordinal, warc, tokens, lengths)
+        placed = self.packer.add(ordinal, warc, staged, keep)
         counts = Counter(summary.counts)
         counts[ck.BYTES_READ] += summary.bytes_read
         counts[ck.STORAGE_RETRIES] += summary.storage.retries  # the worker's storage requests retried for it
@@ -99,7 +102,7 @@ class CorpusWriter:
         return self.progress()
 
     def checkpoint(self, complete: bool = False) -> Position:
-        """Make everything committed so far durable: segments first, then the ledger file."""
+        """Make everything committed so far durable: closed shards first, then the ledger file."""
         if not self._entries and not complete:
             return self.progress()
         if self.fence is not None:

@@ -4,7 +4,7 @@ Layout under the output folder / prefix::
 
     run.json                       identity of the run (config fingerprint, manifest, tokenizer)
     ledger/ckpt-000000042.json     one file per checkpoint, written atomically after the shard
-                                   files and segments it names are durable
+                                   files and staged token files it names are durable
     ledger/entries-L1-A-B.json     the per-WARC entries of checkpoints A..B, compacted: the newest
                                    16 checkpoints stay, older files merge 16 at a time a level up
 

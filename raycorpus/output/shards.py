@@ -1,4 +1,4 @@
-"""Token shards: the packer that appends documents in commit order and closes shards by size.
+"""Token shards: the packer that places documents in commit order and closes shards by size.
 
 Shard ``i`` is three files under ``shards/``:
 
@@ -6,10 +6,14 @@ Shard ``i`` is three files under ``shards/``:
 - ``shard-{i:06d}.idx``: uint64 end offset of every document (in tokens, within the shard)
 - ``shard-{i:06d}.json``: sidecar (tokenizer, dtype, counts, source WARCs, sha256 of both files)
 
-The shard being filled is made durable at each checkpoint as *segments* under ``open/``
-(the tokens added since the previous checkpoint), so a restart reopens it exactly where
-the last checkpoint left it. Shard bytes depend only on the sequence of committed
-documents, never on when checkpoints happen.
+The token bytes never pass through the packer. Each worker *stages* its WARC's encoded documents
+as one file under ``tokens/`` before it returns (:func:`stage_tokens`); the packer places documents
+by their lengths alone and describes the open shard as *pieces* (a staged file and the document
+ranges of it that were kept). A closed shard is assembled from its pieces and written by a
+*closer* (:func:`write_shard`; the runtime runs it as a task off the head), durable before the
+checkpoint that counts it. A checkpoint names the open shard's pieces, so a restart reopens it
+exactly where the checkpoint left it; a staged file is deleted once a durable checkpoint no longer
+needs it. Shard bytes depend only on the sequence of committed documents.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.formats import TOKEN_FORMATS, write_formats
 
 SHARDS_DIR = "shards"
-OPEN_DIR = "open"
+TOKENS_DIR = "tokens"  # the WARCs' staged token files, until the shards holding their documents close
+OPEN_DIR = "open"  # outputs of raycorpus <= 0.13 kept the open shard here as segments (still read)
 
 
 def shard_name(i: int) -> str:
@@ -36,164 +41,246 @@ def canonical_json(obj: object) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()
 
 
+def _url(out_url: str, *parts: str) -> str:
+    for p in parts:
+        out_url = join_url(out_url, p)
+    return out_url
+
+
+@dataclass(frozen=True, slots=True)
+class WarcTokens:
+    """A WARC's encoded documents as its worker staged them: the file (under the output; None when
+    the WARC has no documents) and every document's length in tokens."""
+
+    file: str | None
+    lengths: np.ndarray  # uint64, one per document of the file
+
+
+def staged_name(ordinal: int) -> str:
+    return f"{TOKENS_DIR}/{ordinal:09d}.npz"
+
+
+def stage_tokens(storage: Storage, out_url: str, ordinal: int, tokens: np.ndarray | None,
+                 lengths: np.ndarray | None) -> WarcTokens:
+    """Write WARC ``ordinal``'s documents (tokens, each followed by EOS, concatenated) for the packer.
+    Same input, same bytes: a retried WARC writes the same file again."""
+    lengths = np.zeros(0, np.uint64) if lengths is None else np.asarray(lengths, np.uint64)
+    if not len(lengths):
+        return WarcTokens(None, lengths)
+    buf = io.BytesIO()
+    np.savez(buf, tokens=tokens, lengths=lengths)
+    name = staged_name(ordinal)
+    storage.write_atomic(_url(out_url, name), buf.getbuffer())
+    return WarcTokens(name, lengths)
+
+
+def load_staged(storage: Storage, out_url: str, file: str) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, lengths) of a staged file (or of a legacy open-shard segment: the same two arrays)."""
+    with np.load(io.BytesIO(storage.read_bytes(_url(out_url, file))), allow_pickle=False) as z:
+        return z["tokens"], z["lengths"]
+
+
+def kept_ranges(index: np.ndarray) -> list[list[int]]:
+    """Sorted document indices as ``[start, stop)`` runs: ``[0, 1, 2, 5, 6] -> [[0, 3], [5, 7]]``."""
+    if not len(index):
+        return []
+    cut = np.flatnonzero(np.diff(index) != 1) + 1
+    starts = index[np.r_[0, cut]]
+    stops = index[np.r_[cut - 1, len(index) - 1]] + 1
+    return np.stack([starts, stops], axis=1).tolist()
+
+
 @dataclass
 class PackerState:
     """The JSON-able position of the packer, saved in every ledger checkpoint."""
 
     shard_index: int = 0
-    segments: list[str] = field(default_factory=list)  # names under open/ holding the open shard
+    # the open shard: [{"file": staged file, "ranges": [[start, stop), ...] of its documents, or None: all}]
+    pieces: list[dict] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)  # WARCs that contributed to the open shard
     docs: int = 0  # totals over closed and open shards
     tokens: int = 0
     shards_closed: int = 0
+    open_docs: int = 0
+    open_tokens: int | None = 0  # None: not known yet (a legacy state, counted from its segments)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, d: dict) -> PackerState:
+        d = dict(d)
+        if "segments" in d:  # raycorpus <= 0.13: the open shard as whole segment files under open/
+            d["pieces"] = [{"file": f"{OPEN_DIR}/{s}", "ranges": None} for s in d.pop("segments")]
+            d["open_docs"] = sum(src["docs"] for src in d["sources"])
+            d["open_tokens"] = None
         return cls(**d)
+
+    def files(self) -> set[str]:
+        return {p["file"] for p in self.pieces}
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """Everything a closer needs to write closed shard ``index``."""
+
+    out_url: str
+    index: int
+    pieces: list[dict]
+    sources: list[dict]
+    token_meta: dict
+    formats: tuple[str, ...] = ()
+    ctx_len: int | None = None
+
+
+def assemble(storage: Storage, spec: ShardSpec) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, document end offsets) of a shard, from its pieces."""
+    tok_parts, len_parts = [], []
+    for piece in spec.pieces:
+        tokens, lengths = load_staged(storage, spec.out_url, piece["file"])
+        ranges = piece["ranges"] if piece["ranges"] is not None else [[0, len(lengths)]]
+        offsets = np.zeros(len(lengths) + 1, np.uint64)
+        np.cumsum(lengths, out=offsets[1:])
+        for a, b in ranges:
+            tok_parts.append(tokens[int(offsets[a]) : int(offsets[b])])
+            len_parts.append(lengths[a:b])
+    dtype = np.dtype(spec.token_meta["dtype"])
+    tokens = np.concatenate(tok_parts).astype(dtype, copy=False) if tok_parts else np.zeros(0, dtype)
+    return np.ascontiguousarray(tokens), np.cumsum(np.concatenate(len_parts), dtype=np.uint64)
+
+
+def write_shard(storage: Storage, spec: ShardSpec) -> None:
+    """Write a closed shard's files (and its other token formats): tokens, idx, then the sidecar."""
+    tokens, ends = assemble(storage, spec)
+    tok_bytes = memoryview(tokens).cast("B")  # hashed and written as it is, not copied
+    idx_bytes = ends.astype("<u8").tobytes()
+    name = shard_name(spec.index)
+    sidecar = {
+        "shard": spec.index,
+        "format": "raycorpus-flat-v1",
+        "tokens": len(tokens),
+        "docs": len(ends),
+        **spec.token_meta,
+        "sources": spec.sources,
+        "sha256": {
+            "tokens": hashlib.sha256(tok_bytes).hexdigest(),
+            "idx": hashlib.sha256(idx_bytes).hexdigest(),
+        },
+    }
+    write_formats(storage, spec.out_url, name, spec.formats, tokens, ends, sidecar, spec.token_meta, spec.ctx_len,
+                  canonical_json)
+    storage.write_atomic(_url(spec.out_url, SHARDS_DIR, name + ".tokens"), tok_bytes)
+    storage.write_atomic(_url(spec.out_url, SHARDS_DIR, name + ".idx"), idx_bytes)
+    storage.write_atomic(_url(spec.out_url, SHARDS_DIR, name + ".json"), canonical_json(sidecar))
+
+
+class InlineCloser:
+    """Writes closed shards at once, in this process (the runtime's closer sends them off the head)."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    def submit(self, spec: ShardSpec) -> None:
+        write_shard(self.storage, spec)
+
+    def wait(self) -> None:
+        """Return once every submitted shard is durable."""
 
 
 class ShardPacker:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
-                 state: PackerState | None = None, formats: tuple[str, ...] = (), ctx_len: int | None = None):
+                 state: PackerState | None = None, formats: tuple[str, ...] = (), ctx_len: int | None = None,
+                 closer=None):
         self.storage = storage
         self.formats = tuple(f for f in formats if f in TOKEN_FORMATS)
         self.ctx_len = ctx_len
         self.out_url = out_url
         self.shard_size = shard_size_tokens
         self.token_meta = token_meta
-        self.dtype = np.dtype(token_meta["dtype"])
         self.state = state or PackerState()
-        self._chunks: list[np.ndarray] = []  # tokens of the open shard
-        self._lengths: list[np.ndarray] = []  # doc lengths of the open shard
-        self._persisted = 0  # how many chunks are already in segments
-        self._open_tokens = 0
-        self._open_docs = 0
-        self._seg_seq = 0
-        self.obsolete: list[str] = []  # segment urls to delete once a checkpoint no longer names them
-        for name in self.state.segments:
-            self._load_segment(name)
-        self._persisted = len(self._chunks)
-        self._seg_seq = len(self.state.segments)
-
-    # -- paths
-    def _url(self, *parts: str) -> str:
-        url = self.out_url
-        for p in parts:
-            url = join_url(url, p)
-        return url
-
-    def _load_segment(self, name: str) -> None:
-        with np.load(io.BytesIO(self.storage.read_bytes(self._url(OPEN_DIR, name))), allow_pickle=False) as z:
-            tokens, lengths = z["tokens"].astype(self.dtype, copy=False), z["lengths"]
-        self._append_chunk(tokens, lengths)
-
-    def _append_chunk(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
-        if len(lengths):
-            self._chunks.append(tokens)
-            self._lengths.append(lengths)
-            self._open_tokens += len(tokens)
-            self._open_docs += len(lengths)
+        self.closer = closer or InlineCloser(storage)
+        self.obsolete: list[str] = []  # urls of staged files to delete once a checkpoint no longer names them
+        self._released: set[str] = set()  # staged files whose documents are all in closed shards
+        if self.state.open_tokens is None:
+            self.state.open_tokens = sum(int(load_staged(storage, out_url, f)[1].sum()) for f in self.state.files())
 
     # -- appending
-    def add(self, ordinal: int, warc: str, tokens: np.ndarray, lengths: np.ndarray) -> dict:
-        """Append one WARC's documents; close shards as they fill. Returns where the docs went."""
-        tokens = np.asarray(tokens, dtype=self.dtype)
-        lengths = np.asarray(lengths, dtype=np.uint64)
-        first = (self.state.shard_index, self._open_docs)
+    def add(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None = None) -> dict:
+        """Place one WARC's documents (``keep``: which of the staged ones; None: all); close shards as
+        they fill. Returns where the documents went."""
+        index = np.arange(len(staged.lengths)) if keep is None else np.flatnonzero(keep)
+        lengths = staged.lengths[index]
+        first = (self.state.shard_index, self.state.open_docs)
         ends = np.cumsum(lengths, dtype=np.uint64)
-        doc, tok = 0, 0
-        n = len(lengths)
+        doc, n = 0, len(lengths)
+        if staged.file is not None and not n:
+            self._released.add(staged.file)
         while doc < n:
-            room = self.shard_size - self._open_tokens
+            room = self.shard_size - self.state.open_tokens
             # smallest k such that docs [doc, k) fill the shard (a shard closes after the doc that fills it)
-            k = int(np.searchsorted(ends, tok + room, side="left")) + 1
-            k = min(k, n)
-            end_tok = int(ends[k - 1])
+            k = min(int(np.searchsorted(ends, (ends[doc - 1] if doc else 0) + room, side="left")) + 1, n)
             self._note_source(ordinal, warc, k - doc)
-            self._append_chunk(tokens[tok:end_tok], lengths[doc:k])
-            doc, tok = k, end_tok
-            if self._open_tokens >= self.shard_size:
+            self.state.pieces.append({"file": staged.file, "ranges": kept_ranges(index[doc:k])})
+            self.state.open_docs += k - doc
+            self.state.open_tokens += int(ends[k - 1] - (ends[doc - 1] if doc else 0))
+            doc = k
+            if self.state.open_tokens >= self.shard_size:
                 self._close_shard()
         self.state.docs += n
-        self.state.tokens += len(tokens)
-        last = (self.state.shard_index, self._open_docs)
-        return {"docs": n, "tokens": len(tokens), "first": list(first), "end": list(last)}
+        total = int(ends[-1]) if n else 0
+        self.state.tokens += total
+        last = (self.state.shard_index, self.state.open_docs)
+        return {"docs": n, "tokens": total, "first": list(first), "end": list(last)}
 
     def _note_source(self, ordinal: int, warc: str, docs: int) -> None:
         src = self.state.sources
         if src and src[-1]["ordinal"] == ordinal:
             src[-1]["docs"] += docs
         else:
-            src.append({"ordinal": ordinal, "warc": warc, "first_doc": self._open_docs, "docs": docs})
+            src.append({"ordinal": ordinal, "warc": warc, "first_doc": self.state.open_docs, "docs": docs})
 
     def _close_shard(self) -> None:
-        if not self._open_docs:
+        if not self.state.open_docs:
             return
-        tokens = np.concatenate(self._chunks) if len(self._chunks) != 1 else self._chunks[0]
-        tokens = np.ascontiguousarray(tokens.astype(self.dtype, copy=False))
-        ends = np.cumsum(np.concatenate(self._lengths), dtype=np.uint64)
-        tok_bytes = memoryview(tokens).cast("B")  # hashed and written as it is, not copied
-        idx_bytes = ends.astype("<u8").tobytes()
-        name = shard_name(self.state.shard_index)
-        sidecar = {
-            "shard": self.state.shard_index,
-            "format": "raycorpus-flat-v1",
-            "tokens": len(tokens),
-            "docs": len(ends),
-            **self.token_meta,
-            "sources": self.state.sources,
-            "sha256": {
-                "tokens": hashlib.sha256(tok_bytes).hexdigest(),
-                "idx": hashlib.sha256(idx_bytes).hexdigest(),
-            },
-        }
-        sidecar_bytes = canonical_json(sidecar)
-        write_formats(self.storage, self.out_url, name, self.formats, tokens, ends,
-                      sidecar, self.token_meta, self.ctx_len, canonical_json)
-        self.storage.write_atomic(self._url(SHARDS_DIR, name + ".tokens"), tok_bytes)
-        self.storage.write_atomic(self._url(SHARDS_DIR, name + ".idx"), idx_bytes)
-        self.storage.write_atomic(self._url(SHARDS_DIR, name + ".json"), sidecar_bytes)
-        self.obsolete += [self._url(OPEN_DIR, s) for s in self.state.segments]
-        self.state.segments = []
-        self.state.sources = []
+        self.closer.submit(ShardSpec(self.out_url, self.state.shard_index, self.state.pieces, self.state.sources,
+                                     self.token_meta, self.formats, self.ctx_len))
+        self._released |= self.state.files()
+        self.state.pieces, self.state.sources = [], []
         self.state.shard_index += 1
         self.state.shards_closed += 1
-        self._chunks, self._lengths = [], []
-        self._persisted = self._open_tokens = self._open_docs = 0
-        self._seg_seq = 0
+        self.state.open_docs = self.state.open_tokens = 0
 
     # -- durability
     def persist_open(self) -> PackerState:
-        """Write the open shard's new tokens as a segment; return the state to checkpoint."""
-        if self._persisted < len(self._chunks):
-            toks = np.concatenate(self._chunks[self._persisted :])
-            lens = np.concatenate(self._lengths[self._persisted :])
-            buf = io.BytesIO()
-            np.savez(buf, tokens=toks, lengths=lens)
-            name = f"{shard_name(self.state.shard_index)}.seg-{self._seg_seq:06d}.npz"
-            self.storage.write_atomic(self._url(OPEN_DIR, name), buf.getbuffer())
-            self.state.segments.append(name)
-            self._seg_seq += 1
-            self._persisted = len(self._chunks)
+        """Wait until every closed shard is durable; return the state to checkpoint (the open shard's
+        documents are already durable: the workers staged them)."""
+        self.closer.wait()
+        named = self.state.files()
+        self.obsolete += [_url(self.out_url, f) for f in sorted(self._released - named)]
+        self._released &= named
         return PackerState.from_json(json.loads(json.dumps(self.state.to_json())))
 
     def finish(self) -> PackerState:
-        """Close the last, partly filled shard (end of the manifest)."""
+        """Close the last, partly filled shard (end of the manifest); every staged file goes."""
         self._close_shard()
-        return self.persist_open()
+        state = self.persist_open()
+        listed = set(self.obsolete)
+        self.obsolete += [u for u in self._staged_urls() if u not in listed]
+        return state
 
     def drop_obsolete(self) -> None:
         for url in self.obsolete:
             self.storage.delete(url)
         self.obsolete = []
 
+    def _staged_urls(self) -> list[str]:
+        return [u for d in (TOKENS_DIR, OPEN_DIR) for u in self.storage.list(_url(self.out_url, d))]
+
     def remove_orphans(self) -> None:
-        """Delete open/ segments that no checkpoint names (written after the last checkpoint)."""
-        keep = {self._url(OPEN_DIR, s) for s in self.state.segments}
-        for url in self.storage.list(self._url(OPEN_DIR)):
+        """Delete staged files no checkpoint names (a killed run's, of WARCs it had not committed). Only
+        where no worker of this run can be staging yet: at its start."""
+        keep = {_url(self.out_url, f) for f in self.state.files()}
+        for url in self._staged_urls():
             if url not in keep:
                 self.storage.delete(url)
 

@@ -12,7 +12,7 @@ import numpy as np
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, shard_name
+from raycorpus.output.shards import SHARDS_DIR, shard_name
 from raycorpus.process.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
 from raycorpus.process.dedup.shardlog import shard_dir
 
@@ -38,9 +38,10 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
     state = ledger.load()
     committed = _check_ledger(ledger, state, check)
     held = _check_shards(storage, out_url, state, run["token_meta"]["eos_id"], check)
-    open_names = state.packer.segments
-    missing = [n for n in open_names if not storage.exists(join_url(join_url(out_url, OPEN_DIR), n))]
-    check("open shard", not missing, f"{len(open_names)} segments present" if not missing else f"missing {missing}")
+    open_names = sorted(state.packer.files())
+    missing = [n for n in open_names if not storage.exists(join_url(out_url, n))]
+    check("open shard", not missing,
+          f"{len(open_names)} staged token files present" if not missing else f"missing {missing}")
     if state.complete:
         shard_docs, shard_tokens = held.docs, held.tokens
         check("complete", not open_names and shard_docs == state.packer.docs and shard_tokens == state.packer.tokens,

@@ -14,14 +14,16 @@ from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
+from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
-from raycorpus.process.tokenize import TokenEncoder, keep_documents
+from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime import faults
+from raycorpus.runtime.closer import ShardCloser
 from raycorpus.runtime.metrics import Metrics
 
 
@@ -46,7 +48,8 @@ class Measured:
 
 @ray.remote
 class WarcWorker(Measured):
-    """Stateless: one WARC in; (summary, documents, dedup keys, tokens) out."""
+    """Stateless: one WARC in; (summary, documents, dedup keys, staged tokens) out. The tokens themselves
+    go to the output's ``tokens/`` folder, not to the head."""
 
     def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None):
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per worker: Ray schedules the rest
@@ -54,13 +57,14 @@ class WarcWorker(Measured):
         encoder = TokenEncoder(cfg.tokenizer, tokenizer_json) if tokenizer_json else None  # None: no tokens
         self.processor = WarcProcessor(cfg, resources=resources, encoder=encoder)
         self.metrics = Metrics(cfg.output.path)
+        self.out_url = cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
 
     def ready(self) -> str:
         return self.node_id
 
     @ray.method(num_returns=4)
-    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload, tuple]:
+    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload, WarcTokens]:
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url)
@@ -70,7 +74,8 @@ class WarcWorker(Measured):
         summary.node = self.node_id
         self.metrics.warc_processed(summary)
         tag = self.processor.chain is not None and self.processor.chain.tag
-        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), result.encoded()
+        staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded())
+        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), staged
 
 
 def eligible_for_dedup(result: WarcResult, tag: bool) -> np.ndarray | None:
@@ -166,6 +171,7 @@ class PackerActor(Measured):
             self.storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta, float("inf"),
             tuple(cfg.output.format), cfg.output.ctx_len, fence,
             whole_output=not replacement, dedup_files=self._shard_files if cfg.dedup.enabled else None,
+            closer=ShardCloser(cfg.storage, cfg.ray.writer_cpus),
         )
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
@@ -187,14 +193,14 @@ class PackerActor(Measured):
     def progress(self) -> Position:
         return self.writer.progress()
 
-    def commit(self, ordinal: int, warc: str, summary: WarcSummary, encoded: tuple, keep: np.ndarray | None,
+    def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
                attempts: int, record: bytes | None = None, written: int | None = None) -> Position:
-        """Append the kept documents' tokens (``keep``: per document; None keeps all), after the WARC's
-        dedup ``record`` is durable. ``written``: the document writer's result, a dependency only."""
+        """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
+        ``staged``, after the WARC's dedup ``record`` is durable. ``written``: the document writer's
+        result, a dependency only."""
         if record is not None:
             self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), record)
-        tokens, lengths = keep_documents(*encoded, keep)
-        return self.writer.commit(ordinal, warc, summary, tokens, lengths, attempts)
+        return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)

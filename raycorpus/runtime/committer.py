@@ -1,8 +1,9 @@
 """The committer: WARCs in manifest order through dedup and into the single writer.
 
 Finished WARCs wait in a bounded reorder buffer until every earlier one is there. Then, in
-manifest order, the dedup decision is taken (once) and the packer appends the kept documents'
-tokens (the workers tokenized them) and later checkpoints the ledger; when the output has
+manifest order, the dedup decision is taken (once) and the packer places the kept documents
+(the workers tokenized them and staged the tokens on storage; closed shards are written by tasks
+off the head) and later checkpoints the ledger; when the output has
 document files (documents/, parquet, the dedup audit), a document writer writes them first.
 Every WARC sent stays in the resend log until a durable checkpoint names it: if the packer or a
 writer is lost, a new packer reopens at its last checkpoint and gets every WARC it has not taken
@@ -45,7 +46,7 @@ class Sent:
 
     task: Task
     summary: WarcSummary | None  # None: listed as failed
-    encoded: ray.ObjectRef | None = None  # (tokens, lengths) from the worker: what a replacement packer is sent
+    staged: ray.ObjectRef | None = None  # WarcTokens from the worker: what a replacement packer is sent
     keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
     verdict: DedupVerdict | None = None
     docs: ray.ObjectRef | None = None  # for the document writer; released once the packer has taken the WARC
@@ -95,7 +96,7 @@ class Committer:
                 self.metrics.warc_committed(summary)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
                 keep = verdict.decision.keep if verdict is not None and not self.tag else None
-                self.sent.append(Sent(item.task, summary, item.encoded, keep, verdict, item.docs))
+                self.sent.append(Sent(item.task, summary, item.staged, keep, verdict, item.docs))
             self._send(self.sent[-1])
             self.next_commit += 1
             self._checkpoint_if_due()
@@ -139,7 +140,7 @@ class Committer:
         if self.writers is not None and item.docs is not None:  # not taken by the packer yet: (re-)write
             item.written = self.writers.next().write.remote(task.ordinal, task.warc, item.docs, item.verdict)
         record = item.verdict.record if item.verdict is not None else None
-        self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.encoded, item.keep,
+        self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.staged, item.keep,
                                                     task.attempts, record, item.written))
 
     def _note(self, position: Position) -> None:

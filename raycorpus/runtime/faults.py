@@ -3,7 +3,7 @@
 ``RAYCORPUS_FAULT=<point>:<arg>`` takes the whole run down (SIGKILL of the driver, then of the
 process that reached the point) exactly there, as a machine loss would:
 
-- ``before_write:<file name>``, e.g. ``ckpt-000000003.json``: segments and shards durable, ledger not
+- ``before_write:<file name>``, e.g. ``ckpt-000000003.json``: the shards it counts durable, ledger not
 - ``after_write:<file name>``, e.g. ``shard-000001.tokens``: a shard's tokens written, its .idx/.json not
 - ``processed:<ordinal>``: a worker has read the WARC, nothing of it is returned or committed
 - ``write:<ordinal>``: only the document writer dies, at the start of the WARC's write (every time)
@@ -24,10 +24,11 @@ _FAULT = os.environ.get(FAULT_ENV)
 
 
 def actor_options() -> dict:
-    """Ray actor options that let the fault setting (and the driver's pid) reach an actor's process."""
+    """Ray actor (or task) options that let the fault setting (and the driver's pid) reach an actor's process."""
     if not _FAULT:
         return {}
-    return {"runtime_env": {"env_vars": {FAULT_ENV: _FAULT, FAULT_PID_ENV: str(os.getpid())}}}
+    driver = os.environ.get(FAULT_PID_ENV, str(os.getpid()))  # an actor passes its driver's pid on
+    return {"runtime_env": {"env_vars": {FAULT_ENV: _FAULT, FAULT_PID_ENV: driver}}}
 
 
 def point(name: str, arg: object, whole_run: bool = True) -> None:

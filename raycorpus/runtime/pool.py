@@ -61,7 +61,7 @@ class Finished:
     summary: WarcSummary | None = None  # None: listed as failed (task.error says why)
     docs: ray.ObjectRef | None = None  # the documents (text, metadata): only for the document writers
     dedup: ray.ObjectRef | None = None  # DedupPayload
-    encoded: ray.ObjectRef | None = None  # (tokens, lengths)
+    staged: ray.ObjectRef | None = None  # WarcTokens: the tokens the worker staged
 
 
 @dataclass
@@ -244,12 +244,12 @@ class Dispatcher:
             task, actor, data_refs = self.inflight.pop(ref)
             if actor in self.pool.ready:
                 self.pool.ready[actor] -= 1
-            docs, dedup, encoded = data_refs
+            docs, dedup, staged = data_refs
             try:
                 summary = ray.get(ref)
                 # copy the results to this node, beside the commit path's actors: a worker node
                 # lost while the WARC waits in the reorder buffer no longer takes them with it
-                needed = [dedup, encoded, *([docs] if self.need_docs else [])]
+                needed = [dedup, staged, *([docs] if self.need_docs else [])]
                 ray.wait(needed, num_returns=len(needed), timeout=RESULT_PULL_SECONDS)
             except (RayTaskError, *ACTOR_LOST) as e:
                 if (failed := self._failed(task, actor, e)) is not None:
@@ -258,7 +258,7 @@ class Dispatcher:
             self.stats.processed += 1
             self.stats.by_node[summary.node] += 1
             self.stats.bytes_read += summary.bytes_read
-            out.append(Finished(task, summary, docs if self.need_docs else None, dedup, encoded))
+            out.append(Finished(task, summary, docs if self.need_docs else None, dedup, staged))
         return out
 
     def _failed(self, task: Task, actor, e: BaseException) -> Finished | None:

@@ -29,6 +29,8 @@ import ray
 
 from raycorpus import counts as ck
 from raycorpus.config import Config
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
@@ -90,17 +92,19 @@ class ReplayWorker(Measured):
     def __init__(self, cfg: Config, cached: list[WarcResult], plan: ReplayPlan):
         self.cached, self.plan = cached, plan
         self.tag = cfg.filters.mode == "tag"
+        self.storage, self.out_url = Storage(cfg.storage), cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
 
     def ready(self) -> str:
         return self.node_id
 
     @ray.method(num_returns=4)
-    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list, DedupPayload, tuple]:
+    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list, DedupPayload, WarcTokens]:
         result = replay_warc(self.cached, self.plan, ordinal)
         summary = result.summary()
         summary.node = self.node_id
-        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, self.tag)), result.encoded()
+        staged = stage_tokens(self.storage, self.out_url, ordinal, *result.encoded())  # as a worker stages them
+        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, self.tag)), staged
 
 
 def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], float]:

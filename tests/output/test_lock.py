@@ -13,6 +13,7 @@ import pytest
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.commit import CorpusWriter
+from raycorpus.output.shards import stage_tokens
 from raycorpus.output.lock import LOCK_FILE, OutputLock, OutputLocked
 from raycorpus.process.results import WarcSummary
 
@@ -42,8 +43,8 @@ def test_a_stale_lease_is_taken_over_and_fences_the_old_writer(tmp_path):
         old.check()
     # the old run's packer cannot checkpoint any more
     writer = CorpusWriter(Storage(), str(tmp_path), 1000, META, 3600, fence=old.check)
-    writer.commit(0, "w0", WarcSummary(0, "w0", 1, 0, 0.0, Counter()), np.array([5, 0], np.uint16),
-                  np.array([2], np.uint64))
+    staged = stage_tokens(Storage(), str(tmp_path), 0, np.array([5, 0], np.uint16), np.array([2], np.uint64))
+    writer.commit(0, "w0", WarcSummary(0, "w0", 1, 0, 0.0, Counter()), staged)
     with pytest.raises(OutputLocked):
         writer.checkpoint()
     assert not (tmp_path / "ledger").exists()

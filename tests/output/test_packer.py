@@ -10,22 +10,29 @@ from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.commit import CorpusWriter
 from raycorpus.output.ledger import Ledger, LedgerError
-from raycorpus.output.shards import iter_documents, read_shard
+from raycorpus.output.shards import iter_documents, read_shard, stage_tokens
 from raycorpus.process.results import WarcSummary
 
 META = {"tokenizer": "t", "tokenizer_sha256": "x", "vocab_size": 1000, "dtype": "<u2", "eos_id": 0}
 
 
 def warcs(n=12, seed=0):
-    """Deterministic fake WARC results: (tokens, lengths) with varied document sizes."""
+    """Deterministic fake WARC results: (tokens, lengths, keep) with varied document sizes; dedup drops
+    about a quarter of the documents (``keep``)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         lengths = rng.integers(1, 60, size=int(rng.integers(0, 9))).astype(np.uint64)
         tokens = rng.integers(1, 1000, size=int(lengths.sum())).astype("<u2")
         tokens[np.cumsum(lengths).astype(np.int64) - 1] = META["eos_id"]  # every document ends with EOS
-        out.append((tokens, lengths))
+        out.append((tokens, lengths, rng.random(len(lengths)) < 0.75))
     return out
+
+
+def commit(w, out, i, data):
+    """What a worker and the committer do: stage the WARC's tokens, then commit the kept documents."""
+    tokens, lengths, keep = data[i]
+    return w.commit(i, f"w{i}", summary(i), stage_tokens(Storage(), str(out), i, tokens, lengths), keep)
 
 
 def summary(i):
@@ -48,7 +55,7 @@ def build(out, data, interval=0.0, stop_after=None, shard=100):
         if i == 5:
             w.fail(i, f"w{i}", "OSError: bad gzip", 3)
             continue
-        w.commit(i, f"w{i}", summary(i), *data[i])
+        commit(w, out, i, data)
     w.finish()
     return w
 
@@ -57,12 +64,13 @@ def test_documents_are_whole_and_in_order(tmp_path):
     data = warcs()
     w = build(tmp_path, data)
     expect = []
-    for i, (tokens, lengths) in enumerate(data):
+    for i, (tokens, lengths, keep) in enumerate(data):
         if i == 5:
             continue
         pos = 0
-        for n in lengths:
-            expect.append(tokens[pos:pos + int(n)])
+        for n, kept in zip(lengths, keep, strict=True):
+            if kept:
+                expect.append(tokens[pos:pos + int(n)])
             pos += int(n)
     got = list(iter_documents(Storage(), str(tmp_path)))
     assert len(got) == len(expect) == w.state.packer.docs
@@ -75,7 +83,7 @@ def test_documents_are_whole_and_in_order(tmp_path):
         if i < n_shards - 1:
             assert len(tokens) >= 100 and int(ends[-2]) < 100
         assert meta["sha256"]["tokens"] == hashlib.sha256(tokens.tobytes()).hexdigest()
-    assert not list((tmp_path / "open").glob("*"))  # segments are gone once their shard closed
+    assert not list((tmp_path / "tokens").glob("*"))  # staged files are gone once their shards closed
     state = Ledger(Storage(), str(tmp_path)).load()
     assert state.complete and state.committed == 11 and state.failed[0]["ordinal"] == 5
 
@@ -101,6 +109,51 @@ def test_uncheckpointed_work_is_redone_not_duplicated(tmp_path):
     assert digest(tmp_path / "run") == digest(tmp_path / "ref")
 
 
+def test_a_staged_file_stays_while_a_checkpoint_names_it_and_goes_after(tmp_path):
+    data = warcs()
+    w = build(tmp_path, data, stop_after=3)
+    w.checkpoint()
+    named = Ledger(Storage(), str(tmp_path)).load().packer.files()
+    assert named and {f"tokens/{p.name}" for p in (tmp_path / "tokens").iterdir()} == named
+    for i in range(3, 9):
+        commit(w, tmp_path, i, data)
+    w.checkpoint()  # the earlier files' documents are in closed shards now, and this checkpoint says so
+    left = {f"tokens/{p.name}" for p in (tmp_path / "tokens").iterdir()}
+    assert left == Ledger(Storage(), str(tmp_path)).load().packer.files() and not named & left
+
+
+def test_a_legacy_open_shard_of_segments_resumes(tmp_path):
+    """Outputs of raycorpus <= 0.13 kept the open shard as segments under open/: a resume reads them."""
+    import io
+    import json
+
+    data = warcs()
+    build(tmp_path / "ref", data)
+    w = build(tmp_path / "run", data, stop_after=3)
+    w.checkpoint()
+    ckpt = sorted((tmp_path / "run" / "ledger").glob("ckpt-*.json"))[-1]
+    state = json.loads(ckpt.read_text())
+    packer = state["packer"]
+    segments = []
+    for n, piece in enumerate(packer.pop("pieces")):  # rewrite the open shard the old way
+        with np.load(tmp_path / "run" / piece["file"]) as z:
+            tokens, lengths = z["tokens"], z["lengths"]
+        ends = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+        sel = [(tokens[ends[a]:ends[b]], lengths[a:b]) for a, b in piece["ranges"]]
+        buf = io.BytesIO()
+        np.savez(buf, tokens=np.concatenate([t for t, _ in sel]), lengths=np.concatenate([n for _, n in sel]))
+        name = f"shard-{packer['shard_index']:06d}.seg-{n:06d}.npz"
+        (tmp_path / "run" / "open").mkdir(exist_ok=True)
+        (tmp_path / "run" / "open" / name).write_bytes(buf.getvalue())
+        segments.append(name)
+    packer["segments"] = segments
+    del packer["open_docs"], packer["open_tokens"]
+    ckpt.write_text(json.dumps(state))
+    build(tmp_path / "run", data)
+    assert digest(tmp_path / "run") == digest(tmp_path / "ref")
+    assert not list((tmp_path / "run" / "open").iterdir())
+
+
 def test_checkpoint_frequency_does_not_change_bytes(tmp_path):
     data = warcs()
     build(tmp_path / "a", data, interval=0)
@@ -111,7 +164,7 @@ def test_checkpoint_frequency_does_not_change_bytes(tmp_path):
 def test_out_of_order_commit_is_refused(tmp_path):
     w = CorpusWriter(Storage(), str(tmp_path), 100, META, 0)
     with pytest.raises(LedgerError, match="out of order"):
-        w.commit(1, "w1", summary(1), *warcs()[1])
+        commit(w, tmp_path, 1, warcs())
 
 
 def test_verify_passes_and_catches_damage(tmp_path):

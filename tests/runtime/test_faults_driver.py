@@ -20,7 +20,7 @@ import pytest
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
-from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR
+from raycorpus.output.shards import SHARDS_DIR, TOKENS_DIR
 from raycorpus.runtime.faults import FAULT_ENV
 from tests.support.corpus import actor_pids, shard_digests
 from tests.support.servers import LocalHTTPServer
@@ -54,8 +54,9 @@ def _assert_complete_and_identical(out: Path, ref_out: Path, ref_summary: dict) 
 
 
 def _uncheckpointed(out: Path, before) -> list[str]:
-    """Files made durable after the last checkpoint: segments and shards it does not name."""
-    segments = sorted(p.name for p in (out / OPEN_DIR).glob("*.npz") if p.name not in before.packer.segments)
+    """Files made durable after the last checkpoint: staged token files and shards it does not name."""
+    staged = sorted(f"{TOKENS_DIR}/{p.name}" for p in (out / TOKENS_DIR).glob("*.npz"))
+    segments = [f for f in staged if f not in before.packer.files()]
     shards = sorted(p.name for p in (out / SHARDS_DIR).glob("shard-*")
                     if int(p.name.split("-")[1].split(".")[0]) >= before.packer.shards_closed)
     return segments + shards
@@ -64,12 +65,12 @@ def _uncheckpointed(out: Path, before) -> list[str]:
 KILL_POINTS = {
     # a worker has read WARC #4 and is about to return it: nothing of it (or after it) is committed
     "mid_warc": "processed:4",
-    # shard 12 (WARC #2's tail, from checkpointed segments, then WARC #3's head): .tokens written, .idx not
+    # shard 12 (WARC #2's tail, open at a checkpoint, then WARC #3's head): .tokens written, .idx not
     "mid_shard_write": "after_write:shard-000012.tokens",
     # shard 14 (inside WARC #3) is complete (sidecar written last), no checkpoint names it yet
     "between_shard_and_ledger": "after_write:shard-000014.json",
-    # the open shard's segment for checkpoint 4 is durable, checkpoint 4 is not written
-    "after_segments_before_ledger": "before_write:ckpt-000000004.json",
+    # the shards checkpoint 4 counts are durable, checkpoint 4 is not written
+    "after_shards_before_ledger": "before_write:ckpt-000000004.json",
 }
 
 
@@ -97,7 +98,7 @@ def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, 
             assert (out / SHARDS_DIR / "shard-000012.tokens").exists()
             assert not (out / SHARDS_DIR / "shard-000012.idx").exists()
             assert not (out / SHARDS_DIR / "shard-000012.json").exists()
-            assert before.packer.segments, "the shard did not straddle a checkpoint"
+            assert before.packer.pieces, "the shard did not straddle a checkpoint"
         elif point == "between_shard_and_ledger":
             assert (out / SHARDS_DIR / "shard-000014.json").exists() and before.packer.shards_closed <= 14
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.shards import ShardPacker
+from raycorpus.output.shards import ShardPacker, stage_tokens
 
 
 def random_docs(rng: np.random.Generator, n: int, vocab: int, eos: int) -> list[np.ndarray]:
@@ -26,6 +26,7 @@ def build_token_shards(tmp_path, vocab: int, formats=("megatron", "datatrove", "
     docs = random_docs(rng, 200, vocab, 0)
     for w in range(4):
         part = docs[w * 50 : (w + 1) * 50]
-        packer.add(w, f"warc-{w}", np.concatenate(part).astype(dtype), np.array([len(d) for d in part]))
+        tokens, lengths = np.concatenate(part).astype(dtype), np.array([len(d) for d in part])
+        packer.add(w, f"warc-{w}", stage_tokens(packer.storage, str(tmp_path), w, tokens, lengths))
     state = packer.finish()
     return docs, state, meta

@@ -43,7 +43,7 @@ class CorpusWriter:
         a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes.
         ``dedup_files(upto, docnos, durable) -> list[ShardFiles]``: before each checkpoint, has the LSH shards
         write what they took below ``upto`` and returns their files, which the checkpoint names.
-        ``closer``: writes closed shards (default: here, at once; see :class:`~raycorpus.output.shards.InlineCloser`)."""
+        ``closer``: writes closed shards (default: here, at once, :class:`~raycorpus.output.shards.InlineCloser`)."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
         self.dedup_files = dedup_files
         self.ledger = Ledger(storage, out_url)

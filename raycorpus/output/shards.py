@@ -30,7 +30,7 @@ from raycorpus.output.formats import TOKEN_FORMATS, write_formats
 
 SHARDS_DIR = "shards"
 TOKENS_DIR = "tokens"  # the WARCs' staged token files, until the shards holding their documents close
-OPEN_DIR = "open"  # outputs of raycorpus <= 0.13 kept the open shard here as segments (still read)
+OPEN_DIR = "open"  # earlier outputs kept the open shard here as segments (still read)
 
 
 def shard_name(i: int) -> str:
@@ -110,7 +110,7 @@ class PackerState:
     @classmethod
     def from_json(cls, d: dict) -> PackerState:
         d = dict(d)
-        if "segments" in d:  # raycorpus <= 0.13: the open shard as whole segment files under open/
+        if "segments" in d:  # an earlier output: the open shard as whole segment files under open/
             d["pieces"] = [{"file": f"{OPEN_DIR}/{s}", "ranges": None} for s in d.pop("segments")]
             d["open_docs"] = sum(src["docs"] for src in d["sources"])
             d["open_tokens"] = None

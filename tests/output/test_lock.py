@@ -13,8 +13,8 @@ import pytest
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.commit import CorpusWriter
-from raycorpus.output.shards import stage_tokens
 from raycorpus.output.lock import LOCK_FILE, OutputLock, OutputLocked
+from raycorpus.output.shards import stage_tokens
 from raycorpus.process.results import WarcSummary
 
 META = {"tokenizer": "t", "tokenizer_sha256": "0" * 64, "vocab_size": 100, "dtype": "<u2", "eos_id": 0}

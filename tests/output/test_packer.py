@@ -123,7 +123,7 @@ def test_a_staged_file_stays_while_a_checkpoint_names_it_and_goes_after(tmp_path
 
 
 def test_a_legacy_open_shard_of_segments_resumes(tmp_path):
-    """Outputs of raycorpus <= 0.13 kept the open shard as segments under open/: a resume reads them."""
+    """Earlier outputs kept the open shard as segments under open/: a resume reads them."""
     import io
     import json
 

@@ -86,6 +86,9 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
                                f"{need} (32 GiB each)")
     out["index"] = _index(kept, per_doc, shards, nodes, node_memory, out["warnings"])
     reaching = (chain["docs_kept"] + sum(n for k, n in chain.get("drops", {}).items() if k.startswith("dedup:")))
+    # the workers stage every document that reaches dedup (duplicates too); closing tasks read them back once
+    staged = tokens * token_bytes * reaching / max(1, chain["docs_kept"])
+    out["staged_bytes_per_second"] = round(staged / wall_s) if wall_s else None
     out["head"] = _head(replay, reaching / distinct * scale, warcs / wall_s if wall_s else 0.0, cpu_s_per_warc / eff)
     if pipe and str(workers) in pipe and n_bench:
         # predict the measured run from the *other* run's efficiency (when there is one): a real test of the model
@@ -156,7 +159,9 @@ def format_plan(p: dict) -> str:
         f"dedup         {p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
         + (f", {p['index']['bytes_per_node'] / 2**30:,.1f} GiB per node" if "bytes_per_node" in p["index"] else ""),
         _index_line(p["index"]),
-        f"S3            {p['s3_get_per_second']:,.1f} GET/s, {p['read_bytes_per_second'] / 1e6:,.0f} MB/s read",
+        f"S3            {p['s3_get_per_second']:,.1f} GET/s, {p['read_bytes_per_second'] / 1e6:,.0f} MB/s read; "
+        f"staged tokens {p['staged_bytes_per_second'] / 1e6:,.0f} MB/s written by the workers and read back by the "
+        "shard-closing tasks",
     ]
     h = p.get("head")
     if h:

@@ -193,6 +193,10 @@ class PackerActor(Measured):
     def progress(self) -> Position:
         return self.writer.progress()
 
+    def closing_cpu_seconds(self) -> float:
+        """CPU the tasks that closed shards took (off the head), as far as checkpoints waited for them."""
+        return self.writer.packer.closer.cpu_seconds
+
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
                attempts: int, record: bytes | None = None, written: int | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker

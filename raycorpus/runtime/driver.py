@@ -163,8 +163,10 @@ class _Build:
             indexed=c.indexed if c.dedup is not None else None))
 
     def _cpu(self) -> dict[str, float]:
-        """The commit path's CPU seconds by role (the pool's workers come and go: not counted)."""
-        return _cpu_by_role(self.committer.actors())
+        """The commit path's CPU seconds by role (the pool's workers come and go: not counted), and the
+        shard-closing tasks' (off the head)."""
+        closing = _per_role({"shard_closing": [self.committer.packer]}, "closing_cpu_seconds", sum)
+        return {**_cpu_by_role(self.committer.actors()), **closing}
 
     def _run_stats(self, wall: float, t_start: float) -> dict:
         c, s = self.committer, self.dispatcher.stats

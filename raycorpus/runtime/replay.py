@@ -151,6 +151,9 @@ def figures(summary: dict, worker_ms: float) -> dict:
         "kept_per_second": round(docs["kept"] / run["wall_seconds"], 1),
         "head_cpu_us_per_doc_at_dedup": round(head * 1e6 / max(1, reached), 2),
         "head_cpu_us_per_page": round(head_us_per_page, 3),
+        # off the head: the LSH shards' share of the decisions, the tasks that close token shards
+        "lsh_shards_cpu_us_per_doc_at_dedup": round(cpu.get("lsh_shards", 0.0) * 1e6 / max(1, reached), 2),
+        "closing_cpu_us_per_kept_doc": round(cpu.get("shard_closing", 0.0) * 1e6 / max(1, docs["kept"]), 2),
         "head_cpu_ms_per_warc": round(head * 1000 / max(1, run["processed"]), 2),
         "reached_dedup_per_warc": round(reached / max(1, run["processed"]), 1),
         "cpu_seconds": cpu,
@@ -223,6 +226,8 @@ def format_commit_path(b: dict) -> str:
         f"reaching dedup, {m['kept_per_second']:,.0f} kept/s",
         f"head CPU      {m['head_cpu_us_per_doc_at_dedup']:,.1f} us per document reaching dedup "
         f"(driver + packer), {m['head_cpu_us_per_page']:,.2f} us per input page",
+        f"off the head  LSH shards {m['lsh_shards_cpu_us_per_doc_at_dedup']:,.1f} us per document reaching dedup, "
+        f"shard-closing tasks {m['closing_cpu_us_per_kept_doc']:,.1f} us per kept document",
         f"worker        {b['worker_ms_per_page']:.3f} ms per input page ({b['worker_ms_source']})",
         f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
         f"head model    {b['model']['ms_per_warc']} ms per WARC + {b['model']['us_per_doc']} us per document "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.ingest.storage import Storage, StorageError, join_url
 from raycorpus.output.formats import TOKEN_FORMATS, write_formats
 
 SHARDS_DIR = "shards"
@@ -56,6 +56,10 @@ class WarcTokens:
     lengths: np.ndarray  # uint64, one per document of the file
 
 
+class StagingError(StorageError):
+    """A worker could not stage its tokens on the output: the output's fault, not the WARC's."""
+
+
 def staged_name(ordinal: int) -> str:
     return f"{TOKENS_DIR}/{ordinal:09d}.npz"
 
@@ -70,7 +74,10 @@ def stage_tokens(storage: Storage, out_url: str, ordinal: int, tokens: np.ndarra
     buf = io.BytesIO()
     np.savez(buf, tokens=tokens, lengths=lengths)
     name = staged_name(ordinal)
-    storage.write_atomic(_url(out_url, name), buf.getbuffer())
+    try:
+        storage.write_atomic(_url(out_url, name), buf.getbuffer())
+    except StorageError as e:
+        raise StagingError(str(e)) from e
     return WarcTokens(name, lengths)
 
 

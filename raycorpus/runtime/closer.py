@@ -4,14 +4,24 @@ only waits for them before the checkpoint that counts them, so no token passes t
 
 from __future__ import annotations
 
+import logging
 import time
 
 import ray
+from ray.exceptions import ActorUnavailableError, RayActorError
 
 from raycorpus.config import StorageConfig
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardSpec, write_shard
 from raycorpus.runtime import faults
+
+ACTOR_LOST = (RayActorError, ActorUnavailableError)
+MAX_WRITES_OF_ONE_SHARD = 5  # writer losses at one shard before the run fails
+log = logging.getLogger("raycorpus")
+
+
+class ShardWritersLost(RuntimeError):
+    """Shard writer actors kept dying at one shard (not a loss of the packer: the run stops)."""
 
 
 @ray.remote
@@ -29,32 +39,44 @@ class ShardWriter:
 
 
 class ShardCloser:
-    """The packer's closer: ``writers`` shard writer actors, started at the first closed shard and
-    taken in turn (``cpus`` each; the packer owns them, so they go with it)."""
+    """The packer's closer: ``writers`` shard writer actors taken in turn (``cpus`` each, spread; the
+    packer owns them, so they go with it). A write lost with its actor is sent again: a lost node
+    costs a rewrite, never a shard."""
 
     def __init__(self, storage_cfg: StorageConfig, cpus: float, writers: int = 2):
-        self.storage_cfg, self.cpus, self.n_writers = storage_cfg, cpus, writers
-        self.writers: list = []
-        self.pending: list[ray.ObjectRef] = []
+        self.writers = [ShardWriter.options(
+            num_cpus=cpus, max_restarts=-1, max_task_retries=3, scheduling_strategy="SPREAD",
+            **faults.actor_options()).remote(storage_cfg) for _ in range(writers)]
+        self.pending: list[tuple[ShardSpec, ray.ObjectRef]] = []
         self.cpu_seconds = 0.0  # of the shards closed so far (off the head)
+        self._turn = 0
 
     def submit(self, spec: ShardSpec) -> None:
-        if not self.writers:
-            self.writers = [ShardWriter.options(
-                num_cpus=self.cpus, max_restarts=-1, max_task_retries=3, scheduling_strategy="SPREAD",
-                **faults.actor_options()).remote(self.storage_cfg) for _ in range(self.n_writers)]
-        writer = self.writers[spec.index % len(self.writers)]
-        self.pending.append(writer.write.remote(spec))
+        self._turn = (self._turn + 1) % len(self.writers)
+        self.pending.append((spec, self.writers[self._turn].write.remote(spec)))
 
     def wait(self) -> None:
         """Every submitted shard is durable; else the first failure is raised (after every write ended,
         so none is left unanswered)."""
         pending, self.pending = self.pending, []
         error: Exception | None = None
-        for ref in pending:
+        for spec, ref in pending:
             try:
-                self.cpu_seconds += ray.get(ref)
+                self.cpu_seconds += self._result(spec, ref)
             except Exception as e:  # raised below, once every write has ended
                 error = error or e
         if error is not None:
             raise error
+
+    def _result(self, spec: ShardSpec, ref: ray.ObjectRef) -> float:
+        for _ in range(MAX_WRITES_OF_ONE_SHARD - 1):
+            try:
+                return ray.get(ref)
+            except ACTOR_LOST:
+                log.warning("shard writer lost while writing shard %d: written again", spec.index)
+                self._turn = (self._turn + 1) % len(self.writers)
+                ref = self.writers[self._turn].write.remote(spec)
+        try:
+            return ray.get(ref)
+        except ACTOR_LOST as e:
+            raise ShardWritersLost(f"shard writer actors keep dying at shard {spec.index}: {e}") from None

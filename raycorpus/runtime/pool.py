@@ -9,6 +9,7 @@ comes back as failed, to be listed in its place in the order.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import random
@@ -23,6 +24,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from raycorpus.config import Config
 from raycorpus.ingest.manifest import iter_manifest_entries
 from raycorpus.ingest.storage import Storage
+from raycorpus.output.shards import StagingError
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
 from raycorpus.runtime.actors import WarcWorker
@@ -252,6 +254,9 @@ class Dispatcher:
                 needed = [dedup, staged, *([docs] if self.need_docs else [])]
                 ray.wait(needed, num_returns=len(needed), timeout=RESULT_PULL_SECONDS)
             except (RayTaskError, *ACTOR_LOST) as e:
+                _settle(data_refs)
+                if isinstance(getattr(e, "cause", None), StagingError):
+                    raise e.cause from None  # the output cannot be written: stop, as the packer would
                 if (failed := self._failed(task, actor, e)) is not None:
                     out.append(failed)
                 continue
@@ -277,3 +282,10 @@ class Dispatcher:
         delay = self.cfg.warc.retry_backoff_seconds * 2 ** (task.attempts - 1) * random.uniform(0.5, 1.5)
         heapq.heappush(self.retry_heap, (time.monotonic() + delay, task.ordinal, task))
         return None
+
+
+def _settle(refs) -> None:
+    """Read a failed call's other results (errors too), so Ray does not report them as unhandled."""
+    for ref in refs:
+        with contextlib.suppress(Exception):  # the call's error, already handled through its first result
+            ray.get(ref, timeout=0)

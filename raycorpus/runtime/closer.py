@@ -16,7 +16,7 @@ from raycorpus.output.shards import ShardSpec, write_shard
 from raycorpus.runtime import faults
 
 ACTOR_LOST = (RayActorError, ActorUnavailableError)
-MAX_WRITES_OF_ONE_SHARD = 5  # writer losses at one shard before the run fails
+MAX_WRITES_OF_ONE_SHARD = 3  # sends of one shard's write (each retried once by Ray) before the run fails
 log = logging.getLogger("raycorpus")
 
 
@@ -34,6 +34,7 @@ class ShardWriter:
     def write(self, spec: ShardSpec) -> float:
         """Write the shard; return the CPU seconds it took."""
         start = time.process_time()
+        faults.point("shard_write", spec.index, whole_run=False)
         write_shard(self.storage, spec)
         return time.process_time() - start
 
@@ -45,7 +46,7 @@ class ShardCloser:
 
     def __init__(self, storage_cfg: StorageConfig, cpus: float, writers: int = 2):
         self.writers = [ShardWriter.options(
-            num_cpus=cpus, max_restarts=-1, max_task_retries=3, scheduling_strategy="SPREAD",
+            num_cpus=cpus, max_restarts=-1, max_task_retries=1, scheduling_strategy="SPREAD",
             **faults.actor_options()).remote(storage_cfg) for _ in range(writers)]
         self.pending: list[tuple[ShardSpec, ray.ObjectRef]] = []
         self.cpu_seconds = 0.0  # of the shards closed so far (off the head)

@@ -29,6 +29,7 @@ from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
 from raycorpus.runtime.actors import DocumentWriter, PackerActor
+from raycorpus.runtime.closer import ShardWritersLost
 from raycorpus.runtime.cluster import on_this_node
 from raycorpus.runtime.dedup import DedupStage
 from raycorpus.runtime.metrics import Metrics
@@ -157,7 +158,7 @@ class Committer:
 
     def _collect(self, ref: ray.ObjectRef) -> None:
         try:
-            self._note(ray.get(ref))
+            self._note(_position(ref))
         except ACTOR_LOST as e:  # the packer, or the document writer of this WARC
             self._recover(e)
 
@@ -199,7 +200,7 @@ class Committer:
             while self.calls:
                 self._collect(self.calls.popleft())
             try:
-                self._note(ray.get(self._checkpoint_call(method)))
+                self._note(_position(self._checkpoint_call(method)))
                 return
             except ACTOR_LOST as e:
                 self._recover(e)
@@ -257,6 +258,16 @@ class WriterPool:
     def next(self):
         self._turn = (self._turn + 1) % len(self.actors)
         return self.actors[self._turn]
+
+
+def _position(ref: ray.ObjectRef) -> Position:
+    """A packer call's answer; shard writers that keep dying stop the run (the packer is not lost)."""
+    try:
+        return ray.get(ref)
+    except RayTaskError as e:
+        if isinstance(getattr(e, "cause", None), ShardWritersLost):
+            raise RunAborted(f"{e.cause}; the ledger is consistent, rerun to resume") from None
+        raise
 
 
 def _is_ready(ref: ray.ObjectRef) -> bool:

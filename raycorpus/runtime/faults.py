@@ -7,6 +7,7 @@ process that reached the point) exactly there, as a machine loss would:
 - ``after_write:<file name>``, e.g. ``shard-000001.tokens``: a shard's tokens written, its .idx/.json not
 - ``processed:<ordinal>``: a worker has read the WARC, nothing of it is returned or committed
 - ``write:<ordinal>``: only the document writer dies, at the start of the WARC's write (every time)
+- ``shard_write:<shard>``: only the shard writer dies, at the start of the shard's write (every time)
 
 The variable is read once per process. Unset, nothing here costs anything: :func:`wrap_storage`
 returns the storage itself, :func:`point` is one comparison, :func:`actor_options` is empty.

@@ -203,6 +203,29 @@ def test_a_document_writer_that_always_dies_fails_the_run_loudly_and_a_rerun_res
 
 
 @pytest.mark.slow
+def test_a_shard_writer_that_always_dies_fails_the_run_loudly_and_a_rerun_resumes(reference, crawl, tmp_path):
+    """The shard writer dies in every write of shard 3: Ray restarts it and retries, the packer sends the write
+    again a bounded number of times, then the run exits non-zero saying so, with no checkpoint counting the
+    shard; the same command without the fault finishes the job identically."""
+    c, tok = crawl
+    ref_out, ref_summary = reference
+    out = tmp_path / "out"
+    cmd = _write_config(tmp_path / "c.yaml", str(c.manifest_path), out, tok)
+    first = subprocess.run(cmd, env={**os.environ, FAULT_ENV: "shard_write:3"}, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 1, first.stderr[-2000:]
+    assert "shard writer lost while writing shard 3: written again" in first.stderr
+    assert "shard writer actors keep dying at shard 3" in first.stderr and "rerun to resume" in first.stderr
+    assert "run aborted:" in first.stderr and "Traceback" not in first.stderr
+    before = Ledger(Storage(), str(out)).load()
+    assert before.packer.shards_closed <= 3 and not (out / SHARDS_DIR / "shard-000003.json").exists()
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    s = _assert_complete_and_identical(out, ref_out, ref_summary)
+    assert s["this_run"]["resumed_at"] == before.next_ordinal
+
+
+@pytest.mark.slow
 def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp_path):
     """SIGTERM (what `ray job stop` and Kubernetes send) checkpoints the committed prefix and exits 130,
     not Ray's own handler's exit 15; the same command then finishes the job identically."""

@@ -37,6 +37,7 @@ from raycorpus.runtime.pool import ACTOR_LOST, Finished, RunAborted, Task, error
 
 MAX_RECOVERIES_AT_ONE_WARC = 3  # packer / tokenizer losses before the same WARC; then the run fails
 MAX_DEDUP_RETRIES = 3
+INTERRUPT_CHECKPOINT_SECONDS = 60.0  # longest a Ctrl-C / SIGTERM waits for its best-effort checkpoint
 
 log = logging.getLogger("raycorpus")
 
@@ -212,10 +213,11 @@ class Committer:
     def checkpoint_on_interrupt(self) -> None:
         """Ctrl-C / SIGTERM: let the packer take what was sent, then checkpoint it (best effort:
         the last checkpoint on storage is consistent anyway)."""
+        deadline = time.monotonic() + INTERRUPT_CHECKPOINT_SECONDS  # for all of it: the exit is never held long
         try:
             for ref in self.calls:
-                ray.get(ref, timeout=60)
-            ray.get(self._checkpoint_call("checkpoint"), timeout=60)
+                ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+            ray.get(self._checkpoint_call("checkpoint"), timeout=max(0.1, deadline - time.monotonic()))
         except (GetTimeoutError, RayActorError, RayTaskError):
             pass
 

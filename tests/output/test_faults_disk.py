@@ -78,6 +78,13 @@ def write_config(path: Path, manifest: Path, out: Path, tok: str, base: str | No
     return [sys.executable, "-m", "raycorpus.cli", "run", str(path)]
 
 
+def _ctrl_c_reaches() -> None:
+    """In the child: SIGINT raises KeyboardInterrupt, as Ctrl-C in a terminal does. A job started in the
+    background of a non-interactive shell (as CI may run pytest) inherits SIGINT ignored, and Python then
+    keeps ignoring it, so without this the test's Ctrl-C would never reach the CLI."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
     ledger = Ledger(Storage(), str(out))
     deadline = time.monotonic() + 300
@@ -139,7 +146,7 @@ def test_output_turned_read_only_then_writable_resumes_to_the_same_bytes(referen
     held = c.manifest_path.read_text().split()[5]  # the run cannot finish before it is interrupted
     with LocalHTTPServer(c.manifest_path.parent, hold=(held,)) as www:
         cmd = write_config(tmp_path / "c.json", c.manifest_path, out, tok, base=www.url)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_ctrl_c_reaches)
         wait_for_checkpoints(proc, out, 2)
         proc.send_signal(signal.SIGINT)  # Ctrl-C: committed WARCs checkpointed, exit 130
         assert proc.wait(timeout=300) == 130

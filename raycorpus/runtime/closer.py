@@ -16,7 +16,9 @@ from raycorpus.output.shards import ShardSpec, write_shard
 from raycorpus.runtime import faults
 
 ACTOR_LOST = (RayActorError, ActorUnavailableError)
-MAX_WRITES_OF_ONE_SHARD = 3  # sends of one shard's write (each retried once by Ray) before the run fails
+# seconds before each resend of a shard's write lost with its actor (Ray needs a moment to restart the
+# actors of a lost node); after the last resend fails too, the run stops. Each send is also retried once by Ray.
+RESEND_PAUSES = (1.0, 2.0)
 log = logging.getLogger("raycorpus")
 
 
@@ -70,11 +72,12 @@ class ShardCloser:
             raise error
 
     def _result(self, spec: ShardSpec, ref: ray.ObjectRef) -> float:
-        for _ in range(MAX_WRITES_OF_ONE_SHARD - 1):
+        for pause in RESEND_PAUSES:
             try:
                 return ray.get(ref)
             except ACTOR_LOST:
-                log.warning("shard writer lost while writing shard %d: written again", spec.index)
+                log.warning("shard writer lost while writing shard %d: written again in %.0f s", spec.index, pause)
+                time.sleep(pause)
                 self._turn = (self._turn + 1) % len(self.writers)
                 ref = self.writers[self._turn].write.remote(spec)
         try:

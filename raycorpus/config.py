@@ -37,6 +37,9 @@ class InputConfig(_Model):
         "https://data.commoncrawl.org/); empty = lines are relative to the manifest's folder",
     )
     limit: int | None = Field(None, ge=1, description="use only the first N manifest lines")
+    format: Literal["warc", "wet"] = Field(
+        "warc", description="warc: HTML responses, extracted here; wet: Common Crawl WET files (the conversion "
+        "records' plain text: no extraction, the same filters, dedup and tokenizing)")
 
 
 class OutputConfig(_Model):
@@ -175,6 +178,8 @@ class Config(_Model):
         for k in ("ray", "run", "storage"):
             d.pop(k)
         d["input"].pop("limit")
+        if d["input"]["format"] == "warc":  # the only input before `format` existed: the same fingerprint
+            d["input"].pop("format")
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
         d["warc"].pop("timeout_seconds")

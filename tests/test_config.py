@@ -113,3 +113,9 @@ def test_cli_bad_chain_exits_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(p)], capture_output=True, text=True)
     assert r.returncode == 2
     assert "filters.chain.1: stage 'url' reads the record's URL before extraction" in r.stderr
+
+
+def test_input_format_names_the_field_when_unknown():
+    raw = {"input": {"manifest": "m", "format": "wat"}, "output": {"path": "o"}, "tokenizer": {"path": "t.json"}}
+    with pytest.raises(ConfigError, match=r"input\.format: .*'warc' or 'wet'"):
+        config_from_dict(raw)

@@ -73,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="--commit-path: HTML pages per replayed WARC (Common Crawl: ~35,000)")
     b.add_argument("--dup-rate", type=float, default=0.1, help="--commit-path: share of replayed duplicates")
     b.add_argument("--worker-ms", type=float, help="--commit-path: a worker's ms per input page (default: measured)")
+    b.add_argument("--wet", action="store_true",
+                   help="WET input against WARC: the chain's time on the WARCs and on WETs of their text, and the "
+                   "text kept on real WARC/WET pairs (--wet-pair)")
+    b.add_argument("--wet-pair", action="append", default=[], metavar="WARC,WET",
+                   help="--wet: a WARC and Common Crawl's WET of it (default: the CC-MAIN-2024-22 pair in "
+                   "../shared/data/warc/whirlwind, if present)")
     b.add_argument("--save", help="also write the JSON here (for tracking across commits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_command("bench", "cmd_bench"))

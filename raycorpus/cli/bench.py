@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from raycorpus import counts as ck
-from raycorpus.cli.common import EXIT_OK
+from raycorpus.cli.common import EXIT_OK, err
 from raycorpus.config import Config, load_config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardPacker, stage_tokens
@@ -142,6 +142,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
     if args.commit_path:
         return _bench_commit_path(args, cfg, token_meta, warcs)
+    if args.wet:
+        return _bench_wet(args, cfg, warcs)
     workers = [int(w) for w in args.workers.split(",") if w]
     if args.no_pipeline or not workers:
         result = {"chain": bench_chain(cfg, warcs, repeats=args.repeats)}
@@ -172,4 +174,22 @@ def _bench_commit_path(args: argparse.Namespace, cfg, token_meta: dict, warcs: l
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1) if args.json else format_commit_path(result["commit_path"]))
+    return EXIT_OK
+
+
+SHARED_WET_PAIR = "../shared/data/warc/whirlwind/whirlwind.warc.gz,../shared/data/warc/whirlwind/whirlwind.warc.wet.gz"
+
+
+def _bench_wet(args: argparse.Namespace, cfg, warcs: list[str]) -> int:
+    from raycorpus.cli.bench_wet import bench_wet_speed, format_wet, wet_quality
+
+    pairs = [tuple(p.split(",", 1)) for p in (args.wet_pair or [SHARED_WET_PAIR])]
+    missing = [f for pair in pairs for f in pair if not Path(f).is_file()]
+    if missing:
+        err(f"no WARC/WET pair at {missing[0]}: the text comparison is skipped (--wet-pair WARC,WET)")
+    result = {"wet": bench_wet_speed(cfg, warcs, repeats=args.repeats)}
+    result["wet_quality"] = None if missing else wet_quality(cfg, pairs)
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1) if args.json else format_wet(result["wet"], result["wet_quality"]))
     return EXIT_OK

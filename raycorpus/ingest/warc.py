@@ -1,4 +1,5 @@
-"""WARC reading: HTTP 200 HTML response records from a stream, decoded to str.
+"""WARC reading: HTTP 200 HTML response records from a stream, decoded to str; or, from a
+Common Crawl WET file, the ``conversion`` records' plain text (``input.format: wet``).
 
 fastwarc parses the container; this module picks the records worth extracting and
 decodes their payload: HTTP charset, then the HTML meta charset, then strict UTF-8,
@@ -19,9 +20,9 @@ import codecs
 import gzip
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
@@ -46,6 +47,20 @@ class HtmlRecord:
     charset: str  # the encoding the payload was decoded with
     charset_source: str  # http | meta | utf-8 | detected
     payload_bytes: int
+
+
+@dataclass(slots=True)
+class TextRecord:
+    """A WET ``conversion`` record: a page's plain text as Common Crawl extracted it."""
+
+    url: str
+    record_id: str  # the response record's id (WARC-Refers-To), so WET and WARC documents share ids
+    date: str
+    text: str
+    payload_bytes: int
+
+
+_R = TypeVar("_R", HtmlRecord, TextRecord)
 
 
 def _norm_codec(name: str | None, from_meta: bool = False) -> str | None:
@@ -165,10 +180,27 @@ def iter_html_records(
     holds no WARC record or stops being readable (records already yielded stay valid, but
     the WARC as a whole must then be retried or listed as failed).
     """
+    return _iter_records(stream, counts, WarcRecordType.response, quirks_mode,
+                         lambda rec: _read_html(rec, counts, max_record_bytes, quirks_mode))
+
+
+def iter_text_records(
+    stream: BinaryIO, counts: Counter, max_record_bytes: int, quirks_mode: bool = True
+) -> Iterator[TextRecord]:
+    """Yield the text of a WET file's ``conversion`` records (Common Crawl's extracted plain text);
+    count every record seen (``records``; ``responses`` counts the conversion records) and every
+    skip (``skip:too_large``, ``skip:empty``, ``skip:binary``). Errors as :func:`iter_html_records`."""
+    return _iter_records(stream, counts, WarcRecordType.conversion, quirks_mode,
+                         lambda rec: _read_text(rec, counts, max_record_bytes))
+
+
+def _iter_records(stream: BinaryIO, counts: Counter, wanted: WarcRecordType, quirks_mode: bool,
+                  read: Callable[[WarcRecord], _R | None]) -> Iterator[_R]:
+    """Every record of type ``wanted`` that ``read`` turns into a value (the others are counted by it)."""
     it = ArchiveIterator(
         stream,
         record_types=WarcRecordType.any_type,
-        parse_http=False,  # per record below, so one oversized HTTP header skips one record, not the WARC
+        parse_http=False,  # per record, so one oversized HTTP header skips one record, not the WARC
         quirks_mode=quirks_mode,
     )
     records = 0
@@ -176,12 +208,12 @@ def iter_html_records(
         for rec in it:
             records += 1
             counts[ck.RECORDS] += 1
-            if rec.record_type != WarcRecordType.response:
+            if rec.record_type != wanted:
                 continue
             counts[ck.RESPONSES] += 1
-            html = _read_html(rec, counts, max_record_bytes, quirks_mode)
-            if html is not None:
-                yield html
+            value = read(rec)
+            if value is not None:
+                yield value
     except StorageError:
         raise  # the storage layer's own error (not found, retries exhausted) already says what happened
     except OSError as e:  # fastwarc: corrupt gzip member, header past its limit, ...
@@ -241,7 +273,7 @@ def _read_html(rec: WarcRecord, counts: Counter, max_record_bytes: int, quirks_m
         return None
     counts[ck.charset(source)] += 1
     return HtmlRecord(
-        url=rec.headers.get("WARC-Target-URI", "").strip().removeprefix("<").removesuffix(">"),
+        url=_target_uri(rec),
         record_id=rec.record_id or "",
         date=rec.headers.get("WARC-Date", ""),
         html=html,
@@ -249,3 +281,27 @@ def _read_html(rec: WarcRecord, counts: Counter, max_record_bytes: int, quirks_m
         charset_source=source,
         payload_bytes=len(body),
     )
+
+
+def _target_uri(rec: WarcRecord) -> str:
+    return rec.headers.get("WARC-Target-URI", "").strip().removeprefix("<").removesuffix(">")
+
+
+def _read_text(rec: WarcRecord, counts: Counter, max_record_bytes: int) -> TextRecord | None:
+    """One conversion record as a :class:`TextRecord`, or None with the skip reason counted.
+    Common Crawl writes WET text as UTF-8; bytes that are not are replaced (U+FFFD), and a payload
+    that is then mostly not text is skipped as ``skip:binary``."""
+    if rec.content_length > max_record_bytes:
+        counts[ck.skip("too_large")] += 1
+        return None
+    text = rec.reader.read(max_record_bytes + 1).decode("utf-8", errors="replace")
+    if looks_binary(text):
+        counts[ck.skip("binary")] += 1
+        return None
+    if not text.strip():
+        counts[ck.skip("empty")] += 1
+        return None
+    counts[ck.charset("wet")] += 1
+    refers_to = rec.headers.get("WARC-Refers-To", "").strip()
+    return TextRecord(url=_target_uri(rec), record_id=refers_to or rec.record_id or "",
+                      date=rec.headers.get("WARC-Date", ""), text=text, payload_bytes=rec.content_length)

@@ -19,7 +19,7 @@ import numpy as np
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
-from raycorpus.ingest.warc import HtmlRecord, iter_html_records
+from raycorpus.ingest.warc import HtmlRecord, TextRecord, iter_html_records, iter_text_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.document import Document
@@ -53,6 +53,7 @@ class WarcProcessor:
         self.extractor = Extractor(cfg.extract)
         self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
         self.exclusions = cfg.filters.exclusions
+        self.read_records = iter_text_records if cfg.input.format == "wet" else iter_html_records
         d = cfg.dedup
         self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
         if self.minhasher is not None:
@@ -67,7 +68,7 @@ class WarcProcessor:
         excluded: list[dict] = []
         clock = time.perf_counter_ns
         with self.storage.open_read(url) as stream:
-            records = iter_html_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
+            records = self.read_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
             while True:
                 t = clock()
                 rec = next(records, None)
@@ -92,20 +93,24 @@ class WarcProcessor:
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _document(self, rec: HtmlRecord, counts: Counter, excluded: list[dict]) -> Document | None:
-        """The record's document after extraction and the filter chain, or None (dropped, counted)."""
+    def _document(self, rec: HtmlRecord | TextRecord, counts: Counter, excluded: list[dict]) -> Document | None:
+        """The record's document after extraction (a WET record's text as it is) and the filter chain,
+        or None (dropped, counted)."""
         if self.chain and (reason := self.chain.check_url(rec.url, counts)):
             self._exclude(excluded, rec.url, rec.record_id, None, reason)
             return None
-        t = time.perf_counter_ns()
-        text, reason = self.extractor(rec)
-        counts[EXTRACT_NS] += time.perf_counter_ns() - t
-        if text is None:
-            counts[ck.drop("extract", reason)] += 1
-            self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
-            return None
-        doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
-                       metadata={"charset": rec.charset})
+        if isinstance(rec, TextRecord):
+            doc = Document(text=rec.text.strip(), url=rec.url, record_id=rec.record_id, date=rec.date, metadata={})
+        else:
+            t = time.perf_counter_ns()
+            text, reason = self.extractor(rec)
+            counts[EXTRACT_NS] += time.perf_counter_ns() - t
+            if text is None:
+                counts[ck.drop("extract", reason)] += 1
+                self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
+                return None
+            doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
+                           metadata={"charset": rec.charset})
         if self.chain and (reason := self.chain(doc, counts)):
             self._exclude(excluded, doc.url, doc.record_id, doc, reason)
             return None

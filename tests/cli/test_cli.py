@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from tests.support.corpus import shard_digests
-from tests.support.paths import REPO
+from tests.support.paths import REPO, SHARED_WARC
 
 
 def cli(*args, cwd=None):
@@ -46,6 +46,17 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed"}
     assert set(b["pipeline"]) == {"1", "2"} and all(p["docs_in"] == chain["docs_in"] for p in b["pipeline"].values())
     assert b["pipeline"]["2"]["peak_rss_mb"]["workers"] > 0
+
+    # WET against WARC (the crawl's WET made from the extractor's text keeps the same documents)
+    pair = SHARED_WARC / "whirlwind" / "whirlwind.warc"
+    r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "1", "--repeats", "1", "--wet", "--json",
+            "--wet-pair", f"{pair}.gz,{pair}.wet.gz")
+    assert r.returncode == 0, r.stderr[-3000:]
+    w = json.loads(r.stdout)
+    assert w["wet"]["kept_wet"] == w["wet"]["kept_warc"] > 0 and w["wet"]["wet_over_warc"] > 0
+    if (SHARED_WARC / "whirlwind").is_dir():  # CC's own WET of a real page: its text holds most of ours
+        assert w["wet_quality"]["docs_warc"] == w["wet_quality"]["docs_wet"] == 1
+        assert 0.5 < w["wet_quality"]["warc_text_kept_by_wet"] <= 1
 
     r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
     assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout

@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--wet-pair", action="append", default=[], metavar="WARC,WET",
                    help="--wet: a WARC and Common Crawl's WET of it (default: the CC-MAIN-2024-22 pair in "
                    "../shared/data/warc/whirlwind, if present)")
+    b.add_argument("--startup", action="store_true",
+                   help="the fixed cost of `raycorpus run` on the given WARCs (a new process each time): wall time "
+                   "minus processing")
     b.add_argument("--save", help="also write the JSON here (for tracking across commits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_command("bench", "cmd_bench"))

@@ -144,6 +144,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_commit_path(args, cfg, token_meta, warcs)
     if args.wet:
         return _bench_wet(args, cfg, warcs)
+    if args.startup:
+        from raycorpus.cli.bench_startup import bench_startup, format_startup
+
+        result = {"startup": bench_startup(cfg, warcs, repeats=args.repeats)}
+        print(json.dumps(result, indent=1) if args.json else format_startup(result["startup"]))
+        return EXIT_OK
     workers = [int(w) for w in args.workers.split(",") if w]
     if args.no_pipeline or not workers:
         result = {"chain": bench_chain(cfg, warcs, repeats=args.repeats)}

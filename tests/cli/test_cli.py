@@ -1,6 +1,7 @@
 """The faces: `raycorpus demo` and `raycorpus run configs/demo.yaml`, as a user runs them."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,15 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     if (SHARED_WARC / "whirlwind").is_dir():  # CC's own WET of a real page: its text holds most of ours
         assert w["wet_quality"]["docs_warc"] == w["wet_quality"]["docs_wet"] == 1
         assert 0.5 < w["wet_quality"]["warc_text_kept_by_wet"] <= 1
+
+    # the fixed cost of a one-WARC run (own private Ray: the test cluster's address is not passed on)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "bench", str(tmp_path / "configs" / "demo.yaml"),
+                        "--warcs", "1", "--repeats", "1", "--startup", "--json"], capture_output=True, text=True,
+                       timeout=600, env=env, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    st = json.loads(r.stdout)["startup"]
+    assert st["processing_seconds"] > 0 and st["fixed_seconds"] > 0 and len(st["fixed_runs"]) == 1
 
     r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
     assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout

@@ -22,6 +22,7 @@ BACKENDS = ("fasttext", "ensemble", "lingua")
 # lid.176 labels whose languages it confuses with close neighbours (on the shared 75-language sample:
 # nn -> no, bs -> hr/sr/sh, ms -> id, ...); a fastText label in one of them asks lingua
 CONFUSABLE = frozenset({"no", "nn", "da", "sv", "bs", "hr", "sr", "sh", "ms", "id", "hi", "mr", "ne"})
+DIGITS = 6  # lingua's confidences are rounded to this many decimals (see LinguaBackend.top)
 ENSEMBLE_BELOW = 0.8  # fastText probability under which lingua decides (0.65 .. 0.9 measured; see README)
 
 
@@ -49,10 +50,15 @@ class LinguaBackend:
         self.detector = LanguageDetectorBuilder.from_all_languages().build()
 
     def top(self, line: str) -> tuple[str, float]:
-        values = self.detector.compute_language_confidence_values(line)
-        if not values or values[0].value <= 0:
+        """The most likely language and its confidence, rounded to ``DIGITS`` (lingua sums its n-gram
+        probabilities in hash-map order, which varies between processes: the last bits of a confidence do
+        too); ties broken by the canonical code, so the answer is the same in every worker."""
+        values = [(round(v.value, DIGITS), canonical(v.language.iso_code_639_1.name))
+                  for v in self.detector.compute_language_confidence_values(line)]
+        if not values:
             return UNKNOWN
-        return canonical(values[0].language.iso_code_639_1.name), values[0].value
+        score, label = min(values, key=lambda sv: (-sv[0], sv[1]))
+        return (label, score) if score > 0 else UNKNOWN
 
     def __call__(self, text: str) -> tuple[str, float]:
         return self.top(fasttext_line(text, MAX_CHARS, WINDOWS))

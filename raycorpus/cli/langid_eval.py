@@ -19,10 +19,10 @@ from raycorpus.process.filters.langid_backends import BACKENDS, make_backend
 Backend = Callable[[str], tuple[str, float]]
 
 
-def available_backends(model: str = DEFAULT_MODEL) -> dict[str, Backend]:
-    """Each backend that can be built here (lingua's need lingua-language-detector)."""
+def available_backends(names: tuple[str, ...] = BACKENDS, model: str = DEFAULT_MODEL) -> dict[str, Backend]:
+    """Each of ``names`` that can be built here (lingua's need lingua-language-detector)."""
     found = {}
-    for name in BACKENDS:
+    for name in names:
         try:
             found[name] = make_backend(name, model)
         except ImportError:
@@ -57,12 +57,13 @@ def _ms_per_doc(backend: Backend, texts: list[str]) -> tuple[float, float]:
     return (statistics.fmean(per), statistics.median(per)) if per else (0.0, 0.0)
 
 
-def eval_langid_backends(sample: str | Path, warc_dir: str | Path | None, *, repeats: int = 3) -> dict[str, Any]:
+def eval_langid_backends(sample: str | Path, warc_dir: str | Path | None, *, repeats: int = 3,
+                         names: tuple[str, ...] = BACKENDS) -> dict[str, Any]:
     """Per backend: ``eval_langid``'s figures on ``sample``, ``confusion_pairs`` and the ms/doc on the sample and
     on real pages (median over ``repeats`` runs, the backends interleaved in each run)."""
     from raycorpus.cli.evaluate import eval_langid
 
-    backends = available_backends()
+    backends = available_backends(names)
     pages = real_page_texts(warc_dir) if warc_dir and Path(warc_dir).is_dir() else []
     rows = [line for line in Path(sample).read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = [json.loads(line)["text"] for line in rows]

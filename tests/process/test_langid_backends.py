@@ -121,3 +121,8 @@ def test_ensemble_is_deterministic_and_keep_takes_any_spelling(sample, lingua):
 def test_lingua_backend_labels_languages_lid176_lacks(sample, lingua):
     for lang in ("lg", "sn", "st", "tn", "ts"):
         assert right(lingua, sample[lang], lang, "lingua") >= 0.8 * len(sample[lang]), lang
+
+
+def test_stage_languages_take_any_spelling():
+    cfg = config_from_dict({**GOOD, "filters": {"gopher_quality": {"languages": ["nob_Latn", "eng_Latn", "x-mine"]}}})
+    assert cfg.filters.gopher_quality.languages == ["no", "en", "x-mine"]  # another model's label as written

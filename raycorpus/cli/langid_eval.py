@@ -89,7 +89,7 @@ def format_langid_backends(report: dict[str, Any] | None) -> list[str]:
     """Lines: per backend its accuracy, the worst languages, the top confusion pairs and its speed."""
     if not report:
         return []
-    lines = [f"langid backends on the labelled sample and {report['pages']} real pages (ms/doc: mean | median, "
+    lines = [f"language ID backends on the labelled sample and {report['pages']} real pages (ms/doc: mean | median, "
              f"median of {report['repeats']} runs):"]
     for name, r in report["backends"].items():
         per = r["per_language"]

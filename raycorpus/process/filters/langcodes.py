@@ -24,7 +24,8 @@ them again where the shared copy is present). Macrolanguages map to the individu
 ``sq`` -> ``als_Latn``, ``als`` -> ``gsw_Latn``); FineWeb-2 has no ``pes_Arab``: Persian is ``fas_Arab``.
 ``bh`` (Bihari, a collective code) is Bhojpuri (``bho_Deva``), the language of the Wikipedia lid.176 learnt
 it from; ``qu`` is Ayacucho Quechua (``quy_Latn``) and ``gn`` Paraguayan Guaraní (``gug_Latn``), FineWeb-2's
-largest of each; ``sh`` has none (FineWeb-2 splits it into ``srp``/``hrv``/``bos``), nor ``en`` (FineWeb-2 has no English).
+largest of each; ``sh`` has none (FineWeb-2 splits it into ``srp``/``hrv``/``bos``), nor ``en`` (FineWeb-2
+has no English).
 """
 
 from __future__ import annotations

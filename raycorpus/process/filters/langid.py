@@ -23,9 +23,9 @@ from pydantic import Field, field_validator
 
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
-from raycorpus.process.filters.registry import register
 from raycorpus.process.filters.langcodes import canonical
 from raycorpus.process.filters.langid_backends import MAX_CHARS, UNKNOWN, WINDOWS, make_backend
+from raycorpus.process.filters.registry import register
 
 __all__ = ["MAX_CHARS", "UNKNOWN", "WINDOWS", "LangIdConfig", "LanguageFilter", "predict", "predict_one"]
 

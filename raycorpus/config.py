@@ -189,6 +189,8 @@ class Config(_Model):
             d["dedup"].pop("signature_bits")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
+        if d["filters"].get("langid", {}).get("backend") == "fasttext":  # the only backend before it was a
+            d["filters"]["langid"].pop("backend")  # setting: those outputs keep their fingerprint
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

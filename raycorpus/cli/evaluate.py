@@ -25,9 +25,11 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
+from raycorpus.cli.langid_eval import eval_langid_backends, format_langid_backends
 from raycorpus.config import load_config
 from raycorpus.ingest.warc import HtmlRecord, decode_html
 from raycorpus.process.extract import ExtractConfig, Extractor
+from raycorpus.process.filters.langcodes import canonical_or_raw
 
 ExtractFn = Callable[[str], str]
 PredictFn = Callable[[list[str]], list[tuple[str, float]]]
@@ -198,18 +200,13 @@ def eval_readability(dataset_dir: str | Path, extract_fn: ExtractFn, *, every: i
 
 # ---------------------------------------------------------------- language ID
 
-# predictor label -> the ISO 639-1 code of the reference data (fastText lid.176 differs on these)
-LANG_ALIASES = {"no": "nb", "iw": "he", "in": "id", "ji": "yi", "jw": "jv"}
+def norm_lang(label: str) -> str:
+    """Any spelling (``__label__no``, ``nb``, ``nob_Latn``, ``pt-BR``) -> its canonical code
+    (:mod:`raycorpus.process.filters.langcodes`); a label outside the label space as it is."""
+    return canonical_or_raw(label)
 
 
-def norm_lang(label: str, aliases: dict[str, str] = LANG_ALIASES) -> str:
-    """``__label__pt-BR`` / ``pt_BR`` / ``PT`` -> ``pt``, then the alias table."""
-    code = label.removeprefix("__label__").strip().lower().replace("_", "-").split("-")[0]
-    return aliases.get(code, code)
-
-
-def eval_langid(jsonl_path: str | Path, predict_fn: PredictFn, *, batch: int = 256,
-                aliases: dict[str, str] = LANG_ALIASES) -> dict[str, Any]:
+def eval_langid(jsonl_path: str | Path, predict_fn: PredictFn, *, batch: int = 256) -> dict[str, Any]:
     """Accuracy, overall and per language; a language the predictor never outputs still counts as missed."""
     rows = [json.loads(line) for line in Path(jsonl_path).read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = [r["text"] for r in rows]
@@ -222,14 +219,14 @@ def eval_langid(jsonl_path: str | Path, predict_fn: PredictFn, *, batch: int = 2
     total: Counter[str] = Counter()
     confused: dict[str, Counter[str]] = defaultdict(Counter)
     for row, (label, _score) in zip(rows, preds, strict=True):
-        want, got = norm_lang(row["lang"], aliases), norm_lang(label, aliases)
+        want, got = norm_lang(row["lang"]), norm_lang(label)
         total[want] += 1
         if got == want:
             right[want] += 1
         else:
             confused[want][got] += 1
     per_lang = {lang: round(right[lang] / n, 4) for lang, n in sorted(total.items())}
-    predicted = {norm_lang(label, aliases) for label, _ in preds}
+    predicted = {norm_lang(label) for label, _ in preds}
     never = sorted(lang for lang in total if lang not in predicted)  # most likely outside the model's label set
     rest = [lang for lang in total if lang in predicted]
     return {"dataset": "langid", "accuracy": round(right.total() / len(rows), 4) if rows else 0.0,
@@ -286,6 +283,7 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
                          f"({r['accuracy_predicted_languages']:.3f} without the {len(r['never_predicted'])} languages "
                          f"never predicted) on {r['texts']} texts, {r['docs_per_second']:.0f} texts/s; "
                          "worst: " + ", ".join(f"{k} {v:.2f}" for k, v in worst))
+    lines += format_langid_backends(results.get("langid/backends"))
     d = results.get("decontam")
     if d:
         lines.append(f"decontam: {d['index_ngrams']:,} n-grams indexed in {d['index_build_seconds']} s; "
@@ -410,6 +408,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         results["langid/shipped"] = eval_langid(args.langid, langid.predict)
         results["langid/bare-fasttext"] = eval_langid(args.langid, bare)
+        results["langid/backends"] = eval_langid_backends(args.langid, args.warc, repeats=args.repeats)
     else:
         err(f"no language ID test set at {args.langid} (--langid FILE); skipping language ID")
     if Path(args.decontam).is_dir() and Path(args.extraction).is_dir():

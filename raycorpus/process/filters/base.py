@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
     from raycorpus.ingest.storage import Storage
@@ -84,12 +84,21 @@ class StageSettings(BaseModel):
     """The settings every stage has; a stage's own settings model subclasses this.
 
     ``null`` (or ``enabled: false``) switches a stage off. ``languages`` limits a text stage to
-    documents whose language ID label is in the list (``null`` = every document).
+    documents whose language ID label is in the list (``null`` = every document); a label in any
+    spelling of :mod:`~raycorpus.process.filters.langcodes` (``nb``, ``nob_Latn``) is stored canonical,
+    another model's label as written.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     languages: list[str] | None = Field(None, description="apply only to these language labels (null = all)")
+
+    @field_validator("languages")
+    @classmethod
+    def _canonical_languages(cls, languages: list[str] | None) -> list[str] | None:
+        from raycorpus.process.filters.langcodes import canonical_or_raw
+
+        return None if languages is None else [canonical_or_raw(label) for label in languages]
 
 
 class Filter:

@@ -7,24 +7,27 @@ averages the vectors of all words, and windows spread over the page estimate tha
 better than a prefix (on 841 extracted pages, 1,500 characters in 8 windows gave the label of the
 whole text on every page, a 1,500-character prefix differed on 4). This keeps a typical page at
 ~0.25 ms and a 5 MB single-line record as cheap as a normal page.
-Labels are the model's (lid.176: ISO 639-1 where one exists, but ``no`` for Norwegian Bokmål,
-``sh`` for Serbo-Croatian, ISO 639-3 codes such as ``ceb`` for the rest).
+Labels are canonical codes (:mod:`raycorpus.process.filters.langcodes`: lid.176's, ``no`` for Norwegian
+Bokmål, ``sh`` for Serbo-Croatian, ``ceb`` ..., plus lg mi sn st tn ts xh zu); ``keep`` and ``thresholds``
+accept any spelling (``nb``, ``nob_Latn``, ``__label__no``) and are stored canonical, so ``keep: [en]``
+keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
+(:mod:`raycorpus.process.filters.langid_backends`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.langcodes import canonical
+from raycorpus.process.filters.langid_backends import MAX_CHARS, UNKNOWN, WINDOWS, make_backend
 from raycorpus.process.filters.registry import register
-from raycorpus.process.filters.resources import fasttext_line, fasttext_predict, load_fasttext
 
-MAX_CHARS = 1_500
-WINDOWS = 8
-UNKNOWN = ("unknown", 0.0)
+__all__ = ["MAX_CHARS", "UNKNOWN", "WINDOWS", "LangIdConfig", "LanguageFilter", "predict", "predict_one"]
 
 
 class LangIdConfig(StageSettings):
@@ -33,23 +36,35 @@ class LangIdConfig(StageSettings):
     keep: list[str] | None = Field(default_factory=lambda: ["en"], description="labels to keep (null = all)")
     threshold: float = Field(0.65, ge=0, le=1)
     thresholds: dict[str, float] = Field(default_factory=dict, description="per-language thresholds")
+    backend: Literal["fasttext", "ensemble", "lingua"] = Field(
+        "fasttext", description="fasttext (lid.176, fast), lingua, or ensemble: fastText, and lingua where "
+        "fastText is unsure or says a confusable language (lingua: pip install 'raycorpus[multilingual]')")
+
+    @field_validator("keep")
+    @classmethod
+    def _canonical_keep(cls, keep: list[str] | None) -> list[str] | None:
+        return None if keep is None else [canonical(label) for label in keep]
+
+    @field_validator("thresholds")
+    @classmethod
+    def _canonical_thresholds(cls, thresholds: dict[str, float]) -> dict[str, float]:
+        return {canonical(label): thr for label, thr in thresholds.items()}
 
 
 DEFAULT_MODEL = LangIdConfig.model_fields["model"].default
 
 
-def predict_one(model, text: str) -> tuple[str, float]:
-    """(label, probability) of one text; ``("unknown", 0.0)`` for an empty or blank one."""
+def predict_one(backend, text: str) -> tuple[str, float]:
+    """(canonical label, score) of one text by ``backend``; ``("unknown", 0.0)`` for an empty or blank one."""
     if not text or text.isspace():
         return UNKNOWN
-    top = fasttext_predict(model, fasttext_line(text, MAX_CHARS, WINDOWS))
-    return top[0] if top else UNKNOWN
+    return backend(text)
 
 
-def predict(texts: Iterable[str], model: str = DEFAULT_MODEL) -> list[tuple[str, float]]:
-    """(label, probability) of each text, exactly as ``LanguageFilter`` sees it (for evaluations)."""
-    m = load_fasttext(model)
-    return [predict_one(m, t) for t in texts]
+def predict(texts: Iterable[str], model: str = DEFAULT_MODEL, backend: str = "fasttext") -> list[tuple[str, float]]:
+    """(label, score) of each text, exactly as ``LanguageFilter`` sees it (for evaluations)."""
+    b = make_backend(backend, model)
+    return [predict_one(b, t) for t in texts]
 
 
 @register
@@ -62,16 +77,16 @@ class LanguageFilter(Filter):
     settings = LangIdConfig
 
     def __init__(self, cfg: LangIdConfig):
-        self.model = load_fasttext(cfg.model)
+        self.backend = make_backend(cfg.backend, cfg.model)  # models loaded once per worker process
         self.keep = frozenset(cfg.keep) if cfg.keep is not None else None
         self.threshold = cfg.threshold
         self.thresholds = dict(cfg.thresholds)
 
     def predict(self, texts: Iterable[str]) -> list[tuple[str, float]]:
-        return [predict_one(self.model, t) for t in texts]
+        return [predict_one(self.backend, t) for t in texts]
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        label, score = predict_one(self.model, view.text)
+        label, score = predict_one(self.backend, view.text)
         doc.metadata["lang"] = label
         doc.metadata["lang_score"] = score
         signals = {"lang": label, "lang_score": score}

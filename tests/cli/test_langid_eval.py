@@ -1,0 +1,25 @@
+"""raycorpus eval's language ID section: per-language accuracy, confusion pairs and speed per backend."""
+
+from raycorpus.cli.evaluate import norm_lang
+from raycorpus.cli.langid_eval import eval_langid_backends, format_langid_backends, real_page_texts
+from tests.support.paths import SHARED, SHARED_WARC, need_shared
+
+SAMPLE = SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"
+
+
+def test_reference_labels_and_predictions_meet_in_canonical_codes():
+    assert norm_lang("nb") == norm_lang("__label__no") == norm_lang("nob_Latn") == "no"
+    assert norm_lang("pt-BR") == "pt" and norm_lang("unknown") == "unknown"
+
+
+def test_fasttext_report_on_the_shared_sample_and_pages():
+    report = eval_langid_backends(need_shared(SAMPLE), need_shared(SHARED_WARC), repeats=1, names=("fasttext",))
+    r = report["backends"]["fasttext"]
+    assert len(r["per_language"]) == 75 and r["texts"] == 1500
+    assert r["per_language"]["zu"] == 0.0 and r["per_language"]["de"] == 1.0  # lid.176 has no Zulu
+    assert ["ms", "id", 19] in r["confusion_pairs"]  # its worst pair (nb is "no" for it: counted right)
+    assert report["pages"] == len(real_page_texts(SHARED_WARC)) > 100
+    assert r["page_median_ms"] > 0
+    lines = format_langid_backends(report)
+    assert "fasttext  accuracy 0.801 over 75 languages (15 below 0.8)" in lines[1]
+    assert "ms->id 19" in lines[3] and "zu 0.00" in lines[-1]

@@ -26,9 +26,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raycorpus.process.filters.words import script_tokens
+
 if TYPE_CHECKING:
     from raycorpus.ingest.storage import Storage
     from raycorpus.process.document import Document
+    from raycorpus.process.filters.langtable import LanguageSettings
 
 # A word is a run of letters/digits (with inner apostrophes or hyphens); any other
 # non-space character is a token of its own. Scripts without spaces (CJK, Thai) come out as
@@ -37,10 +40,15 @@ WORD_RE = re.compile(r"\w+(?:['\u2019\-]\w+)*|[^\w\s]", re.UNICODE)
 
 
 class TextView:
-    """Lazily computed splits of one text, shared by all filters of the chain."""
+    """Lazily computed splits of one text, shared by all filters of the chain.
 
-    def __init__(self, text: str):
+    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words
+    (:mod:`raycorpus.process.filters.words`); the chain sets it for languages written without spaces.
+    """
+
+    def __init__(self, text: str, script_aware: bool = False):
         self.text = text
+        self.script_aware = script_aware
 
     @cached_property
     def lines(self) -> list[str]:
@@ -55,7 +63,7 @@ class TextView:
     @cached_property
     def tokens(self) -> list[str]:
         """Words and punctuation marks, in order."""
-        return WORD_RE.findall(self.text)
+        return script_tokens(self.text) if self.script_aware else WORD_RE.findall(self.text)
 
     @cached_property
     def words(self) -> list[str]:
@@ -119,6 +127,12 @@ class Filter:
         built from files), or None. The runtime builds it once, puts one copy in the object store,
         and every worker's chain hands it to :meth:`create`."""
         return None
+
+    @classmethod
+    def language_settings(cls, lang: LanguageSettings) -> dict[str, Any]:
+        """The fields of the stage's settings that a language's FineWeb-2 defaults set (field -> value);
+        {} for a stage without language-dependent thresholds (see ``filters.language_defaults``)."""
+        return {}
 
     @classmethod
     def create(cls, settings: Any, resource: object | None = None) -> Filter:

@@ -52,6 +52,11 @@ class FiltersConfig(BaseModel):
         "need the URL come before those that need the text",
     )
     exclusions: ExclusionsConfig = ExclusionsConfig()
+    language_defaults: Literal["fineweb2", "none"] = Field(
+        "fineweb2", description="per-language thresholds of the Gopher and FineWeb stages and script-aware words "
+        "for languages written without spaces, from FineWeb-2's published settings (a value written in a stage's "
+        "section wins); none: every language gets the stage's values",
+    )
 
     @model_validator(mode="wrap")
     @classmethod

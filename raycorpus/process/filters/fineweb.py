@@ -40,7 +40,8 @@ class FineWebQualityFilter(RuleFilter):
 
     @classmethod
     def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
-        return {"min_line_punct_ratio": lang.line_punct_thr, "max_newline_word_ratio": lang.new_line_ratio}
+        return {"min_line_punct_ratio": lang.line_punct_thr, "max_newline_word_ratio": lang.new_line_ratio,
+                "max_short_line_ratio": lang.short_line_thr, "max_dup_line_char_ratio": lang.char_duplicates_ratio}
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg

@@ -147,8 +147,11 @@ class GopherRepetitionFilter(RuleFilter):
 
     @classmethod
     def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
+        off = 1.0  # a fraction is never above 1: FineWeb-2's 0 (datatrove: rule off)
         return {"dup_line_frac": lang.dup_line_frac, "top_n_grams": dict(lang.top_n_grams),
-                "dup_n_grams": dict(lang.dup_n_grams)}
+                "dup_n_grams": dict(lang.dup_n_grams), "dup_para_frac": lang.dup_para_frac or off,
+                "dup_line_char_frac": lang.dup_line_char_frac or off,
+                "dup_para_char_frac": lang.dup_para_char_frac or off}
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg
@@ -187,7 +190,7 @@ class GopherQualityFilter(RuleFilter):
     def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
         return {"stop_words": list(lang.stop_words), "min_avg_word_length": lang.min_avg_word_length,
                 "max_avg_word_length": lang.max_avg_word_length,
-                "min_alpha_words_ratio": lang.max_non_alpha_words_ratio}
+                "min_alpha_words_ratio": lang.max_non_alpha_words_ratio, "min_stop_words": lang.min_stop_words}
 
     def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
         super().__init__(cfg, all_signals)

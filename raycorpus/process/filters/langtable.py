@@ -33,10 +33,21 @@ class LanguageSettings:
     dup_n_grams: tuple[tuple[int, float], ...]
     line_punct_thr: float
     new_line_ratio: float
+    # set by FineWeb-2's pipeline for every language (0 = rule off, as in datatrove)
+    dup_para_frac: float
+    dup_line_char_frac: float
+    dup_para_char_frac: float
+    short_line_thr: float
+    char_duplicates_ratio: float
+    min_stop_words: int
 
     @classmethod
-    def from_json(cls, name: str, d: dict) -> LanguageSettings:
+    def from_json(cls, name: str, d: dict, pipeline: dict) -> LanguageSettings:
         return cls(
+            dup_para_frac=float(pipeline["dup_para_frac"]), dup_line_char_frac=float(pipeline["dup_line_char_frac"]),
+            dup_para_char_frac=float(pipeline["dup_para_char_frac"]), short_line_thr=float(pipeline["short_line_thr"]),
+            char_duplicates_ratio=float(pipeline["char_duplicates_ratio"]),
+            min_stop_words=int(pipeline["min_stop_words"]),
             name=name, stop_words=tuple(d["stopwords"]), min_avg_word_length=float(d["min_avg_word_length"]),
             max_avg_word_length=float(d["max_avg_word_length"]),
             max_non_alpha_words_ratio=float(d["max_non_alpha_words_ratio"]), dup_line_frac=float(d["dup_line_frac"]),
@@ -50,7 +61,7 @@ class LanguageSettings:
 def table() -> dict[str, LanguageSettings]:
     """Every language of the shipped table, by FineWeb-2's name."""
     raw = json.loads(resolve_resource(TABLE).read_text(encoding="utf-8"))
-    return {name: LanguageSettings.from_json(name, d) for name, d in raw["languages"].items()}
+    return {name: LanguageSettings.from_json(name, d, raw["pipeline"]) for name, d in raw["languages"].items()}
 
 
 def source() -> dict[str, str]:

@@ -5,8 +5,9 @@
 Reads ``configs/{iso639-3}_{Script}.yml`` (huggingface/fineweb-2, Apache-2.0) and keeps, for each
 label the language ID model can emit (read from the model file) that
 :func:`~raycorpus.process.filters.langcodes.fineweb2_name` maps to a config, only the fields the
-quality stages use. The JSON is committed (no run-time download); rerun this after the label
-mapping or the model changes.
+quality stages use; ``pipeline`` holds the values FineWeb-2's filtering step sets for every
+language. The JSON is committed (no run-time download); rerun this after the label mapping or
+the model changes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from raycorpus.process.filters.resources import resolve_resource
 
 OUT = Path(__file__).resolve().parents[2] / "data" / "fineweb2_languages.json"
 DEFAULT_COMMIT = "d0defb24f193bb9a5a11b8b14524a03c4858e1b6"  # the configs in ../shared/data/fineweb2
+# What FineWeb-2's filtering step sets for every language (fineweb-2-pipeline.py at commit 7ee60b3, step 5):
+# paragraph and line-character duplicates off (0 = off in datatrove), FineWeb's short-line rule off
+# (short_line_thr=999), duplicated line characters at 0.1 instead of FineWeb English's 0.01, 2 stop words.
+PIPELINE = {"dup_para_frac": 0, "dup_line_char_frac": 0, "dup_para_char_frac": 0, "short_line_thr": 999,
+            "char_duplicates_ratio": 0.1, "min_stop_words": 2}
 FIELDS = ("stopwords", "min_avg_word_length", "max_avg_word_length", "max_non_alpha_words_ratio",
           "dup_line_frac", "top_n_grams", "dup_n_grams", "line_punct_thr", "new_line_ratio")
 
@@ -51,6 +57,7 @@ def build(configs: Path, labels: list[str], commit: str) -> dict:
             "note": "FineWeb-2's per-language filtering settings, reduced to the fields raycorpus uses",
         },
         "generated_by": "python -m raycorpus.process.filters.langtable_build",
+        "pipeline": {"source": "fineweb-2-pipeline.py (commit 7ee60b3), the same for every language", **PIPELINE},
         "languages": dict(sorted(languages.items())),
     }
 

@@ -2,7 +2,9 @@
 
 Once the language ID stage has labelled a document, a stage with language-dependent thresholds
 (:meth:`~raycorpus.process.filters.base.Filter.language_settings`: Gopher repetition and quality,
-FineWeb) runs with FineWeb-2's values for that language (:mod:`langtable`), and a document in a
+FineWeb) runs with FineWeb-2's values for that language (:mod:`langtable`: the language's config,
+and what FineWeb-2's pipeline set for every language, e.g. paragraph duplicates and short lines
+off, duplicated line characters at 0.1), and a document in a
 language written without spaces (:data:`~raycorpus.process.filters.words.SPACELESS_LABELS`) gets a
 script-aware text view (:mod:`words`). A value the config writes explicitly in the stage's
 section wins over the table, for every language. Languages without a table entry, English among

@@ -80,6 +80,13 @@ def test_chinese_words_are_cut_so_word_rules_apply():
     assert run(fw2, text[:20], "zh")[0] == "gopher_quality:too_few_words[zh]"
 
 
+def test_which_languages_get_script_aware_words():
+    from raycorpus.process.filters.multilingual import script_aware
+
+    assert all(script_aware(lang) for lang in ("zh", "ja", "th", "hi", "ar"))
+    assert not any(script_aware(lang) for lang in ("en", "de", "ru", "ko", "xx"))
+
+
 def test_tag_mode_records_the_language_rule():
     ch = Chain(FiltersConfig.model_validate({"mode": "tag", "chain": ["gopher_quality"]}))
     words = " ".join(f"Wort{i} Satz{i} Teil{i}." for i in range(40))

@@ -31,6 +31,22 @@ def test_script_aware_words_fit_fineweb2_word_length_bounds_on_real_text(lang):
         assert statistics.mean(map(len, plain)) > entry.max_avg_word_length
 
 
+def test_indic_vowel_signs_stay_in_their_word():
+    # WORD_RE cuts Hindi words at every vowel sign (Python's \w does not match them): mean < FineWeb-2's minimum
+    texts = sentences("hi")
+    entry = for_label("hi")
+    plain = [w for t in texts for w in TextView(t).words]
+    aware = [w for t in texts for w in TextView(t, script_aware=True).words]
+    assert statistics.mean(map(len, plain)) < entry.min_avg_word_length
+    assert entry.min_avg_word_length <= statistics.mean(map(len, aware)) <= entry.max_avg_word_length
+    assert script_tokens("यह बहुत कठिन कार्य था") == ["यह", "बहुत", "कठिन", "कार्य", "था"]
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "ru"])
+def test_script_tokens_are_word_re_tokens_for_plain_scripts(lang):
+    assert all(script_tokens(t) == WORD_RE.findall(t) for t in sentences(lang))
+
+
 def test_han_and_kana_runs_are_cut_in_pairs_latin_words_stay_whole():
     assert script_tokens("我的车很快。Tanya Chua 1975年") == ["我的", "车很", "快", "。", "Tanya", "Chua", "1975", "年"]
     assert script_tokens("ひらがなカタカナ") == ["ひら", "がな", "カタ", "カナ"]

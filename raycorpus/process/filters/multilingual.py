@@ -4,20 +4,22 @@ Once the language ID stage has labelled a document, a stage with language-depend
 (:meth:`~raycorpus.process.filters.base.Filter.language_settings`: Gopher repetition and quality,
 FineWeb) runs with FineWeb-2's values for that language (:mod:`langtable`: the language's config,
 and what FineWeb-2's pipeline set for every language, e.g. paragraph duplicates and short lines
-off, duplicated line characters at 0.1), and a document in a
-language written without spaces (:data:`~raycorpus.process.filters.words.SPACELESS_LABELS`) gets a
-script-aware text view (:mod:`words`). A value the config writes explicitly in the stage's
-section wins over the table, for every language. Languages without a table entry, English among
-them (FineWeb-2 has no eng_Latn), keep the stage's configured values. A drop by a stage that ran
-with a language's settings names the language: ``gopher_quality:stop_words[zh]``.
+off, duplicated line characters at 0.1), and a document in a language written without spaces or
+in a script with combining marks (:func:`script_aware`) gets a script-aware text view
+(:mod:`words`). A value the config writes explicitly in the stage's section wins over the table,
+for every language. Languages without a table entry, English among them (FineWeb-2 has no
+eng_Latn), keep the stage's configured values. A drop by a stage that ran with a language's
+settings names the language: ``gopher_quality:stop_words[zh]``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from raycorpus.process.filters.base import Filter, StageSettings, TextView
+from raycorpus.process.filters.langcodes import fineweb2_name
 from raycorpus.process.filters.langtable import for_label
 from raycorpus.process.filters.words import SPACELESS_LABELS
 
@@ -64,9 +66,24 @@ class LanguageDefaults:
         return stage
 
 
-def language_view(view: TextView, lang: object) -> TextView:
-    """``view``, or a script-aware view of the same text when ``lang`` is written without spaces."""
-    if view.script_aware or lang not in SPACELESS_LABELS:
+# scripts whose words WORD_RE finds whole (no spaceless runs, no combining marks in ordinary text)
+PLAIN_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Hang", "Armn", "Geor"})
+
+
+@functools.cache
+def script_aware(lang: str) -> bool:
+    """Whether documents labelled ``lang`` get script-aware words (:mod:`words`): the languages
+    written without spaces, and those with a FineWeb-2 entry in a script with combining marks
+    (Devanagari, Bengali, Arabic, ...)."""
+    if lang in SPACELESS_LABELS:
+        return True
+    name = fineweb2_name(lang) if for_label(lang) is not None else None
+    return name is not None and name.rsplit("_", 1)[-1] not in PLAIN_SCRIPTS
+
+
+def language_view(view: TextView, lang: str) -> TextView:
+    """``view``, or a script-aware view of the same text when ``lang`` needs one."""
+    if view.script_aware or not script_aware(lang):
         return view
     return TextView(view.text, script_aware=True)
 

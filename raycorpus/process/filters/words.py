@@ -18,13 +18,18 @@ Myanmar vowel signs and tone marks, so ``WORD_RE`` also cuts their words at ever
   (vowel signs, tone marks); a word is two clusters (mean 2.4 characters on real Thai sentences;
   FineWeb-2's Thai bounds are 2-10). Their stop words are counted in the text too.
 
-Words of other scripts (Latin words in a Chinese page) are ``WORD_RE``'s words. The chain uses
-these tokens only for the languages in ``SPACELESS_LABELS``: every other language keeps ``WORD_RE``.
+Words of other scripts (Latin words in a Chinese page) are ``WORD_RE``'s words, except that a
+combining mark stays with the letter before it (Python's ``\w`` does not match the vowel signs of
+Devanagari, Bengali, Tamil and the other Indic scripts, so ``WORD_RE`` cuts Hindi words at every
+one of them). The chain uses these tokens for the languages written without spaces and those
+whose script has such marks (:func:`~raycorpus.process.filters.multilingual.script_aware`);
+Latin, Cyrillic, Greek, Hangul, Armenian and Georgian text keeps ``WORD_RE`` (English unchanged).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _HAN_KANA = (
     "\u3005\u3007\u3021-\u3029\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -37,7 +42,25 @@ _MARKS = (
     "\u102b-\u103e\u1056-\u1059\u105e-\u1060\u1062-\u1064\u1067-\u106d\u1071-\u1074\u1082-\u108d\u108f\u109a-\u109d"
 )
 SPACELESS_RE = re.compile(f"[{_HAN_KANA}{_SEA}]")
-_OTHER_WORD = rf"[^\W{_HAN_KANA}{_SEA}]+"
+
+
+def _mark_ranges() -> str:
+    """A character class body of every combining mark (Unicode categories Mn, Mc, Me) in the BMP."""
+    out, start, prev = [], None, None
+    for cp in range(0x300, 0x10000):
+        if unicodedata.category(chr(cp)).startswith("M"):
+            if start is None:
+                start = cp
+            prev = cp
+        elif start is not None:
+            out.append(f"\\u{start:04x}" + (f"-\\u{prev:04x}" if prev != start else ""))
+            start = None
+    return "".join(out)
+
+
+# a word of another script: letters and digits, each with the combining marks after it (Python's \w
+# does not match the vowel signs of Devanagari, Bengali, Tamil, ...: WORD_RE cuts those words at each)
+_OTHER_WORD = rf"(?:[^\W{_HAN_KANA}{_SEA}][{_mark_ranges()}]*)+"
 SCRIPT_TOKEN_RE = re.compile(
     f"[{_HAN_KANA}]{{1,2}}|(?:[{_SEA}][{_MARKS}]*){{1,2}}"  # two Han/Kana characters, two Thai/... clusters
     f"|{_OTHER_WORD}(?:['\u2019\\-]{_OTHER_WORD})*"  # a word of another script, as WORD_RE

@@ -35,15 +35,16 @@ if TYPE_CHECKING:
 
 # A word is a run of letters/digits (with inner apostrophes or hyphens); any other
 # non-space character is a token of its own. Scripts without spaces (CJK, Thai) come out as
-# long runs, which is what the Gopher statistics expect of them.
+# long runs: a script-aware view (filters.language_defaults) cuts them with words.py instead.
 WORD_RE = re.compile(r"\w+(?:['\u2019\-]\w+)*|[^\w\s]", re.UNICODE)
 
 
 class TextView:
     """Lazily computed splits of one text, shared by all filters of the chain.
 
-    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words
-    (:mod:`raycorpus.process.filters.words`); the chain sets it for languages written without spaces.
+    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words and
+    keep combining marks in their word (:mod:`raycorpus.process.filters.words`); the chain sets it
+    for the languages that need it (:func:`raycorpus.process.filters.multilingual.script_aware`).
     """
 
     def __init__(self, text: str, script_aware: bool = False):

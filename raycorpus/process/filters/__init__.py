@@ -10,6 +10,11 @@ the document (counted as ``drop:<stage>:<reason>``); in ``tag`` mode every stage
 signal goes into the document's metadata, the reasons it would have been dropped for go into
 ``metadata["would_drop"]`` (counted as ``tag:<stage>:<reason>``), and the document is kept.
 
+With ``filters.language_defaults: fineweb2`` (the default), a stage with language-dependent
+thresholds runs, for a document whose language FineWeb-2 has settings for, with those settings
+(:mod:`raycorpus.process.filters.multilingual`), and its drop reasons name the language
+(``gopher_quality:stop_words[de]``).
+
 The runtime builds each stage's shared resource once per run (:meth:`Chain.shared_resources`,
 e.g. decontamination's benchmark index) and hands the same objects to every worker's chain.
 """

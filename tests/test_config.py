@@ -97,13 +97,27 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     raw = yaml.safe_load((REPO / source).read_text()) if isinstance(source, str) else source
     # 0.2 verifies near duplicates with 16-bit signatures (a deliberate output change, so a new fingerprint);
     # with the 32 bits of before, an output built then keeps its fingerprint and resumes
-    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32}}
+    # FineWeb-2's per-language defaults change what a config keeping other languages than English
+    # (TAGGED keeps de) outputs, so a new fingerprint; `language_defaults: none` is the output of before
+    filters = {**raw.get("filters", {}), "language_defaults": "none"}
+    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32}, "filters": filters}
     assert config_from_dict(old).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
     assert config_from_dict(raw).fingerprint() != fingerprint
     from raycorpus.process.filters import DEFAULT_CHAIN
 
-    explicit = {**old, "filters": {**raw.get("filters", {}), "chain": list(DEFAULT_CHAIN)}}
+    explicit = {**old, "filters": {**filters, "chain": list(DEFAULT_CHAIN)}}
     assert config_from_dict(explicit).fingerprint() == fingerprint  # the default order, spelled out
+
+
+def test_language_defaults_leave_english_only_fingerprints_alone():
+    """keep: [en] (English has no FineWeb-2 entry) outputs the same with and without the defaults."""
+    base = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"path": "t"}}
+    english = [config_from_dict({**base, "filters": {"language_defaults": v}}).fingerprint()
+               for v in ("fineweb2", "none")]
+    assert english[0] == english[1] == config_from_dict(base).fingerprint()
+    every = [config_from_dict({**base, "filters": {"langid": {"keep": None}, "language_defaults": v}}).fingerprint()
+             for v in ("fineweb2", "none")]
+    assert every[0] != every[1]
 
 
 def test_cli_bad_chain_exits_2(tmp_path):

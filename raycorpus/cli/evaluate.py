@@ -284,6 +284,9 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
                          f"never predicted) on {r['texts']} texts, {r['docs_per_second']:.0f} texts/s; "
                          "worst: " + ", ".join(f"{k} {v:.2f}" for k, v in worst))
     lines += format_langid_backends(results.get("langid/backends"))
+    from raycorpus.cli.eval_languages import format_language_defaults
+
+    lines += format_language_defaults(results.get("language_defaults"))
     d = results.get("decontam")
     if d:
         lines.append(f"decontam: {d['index_ngrams']:,} n-grams indexed in {d['index_build_seconds']} s; "
@@ -418,6 +421,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         results["decontam"] = eval_decontam(args.decontam, pages, every=args.decontam_every)
     else:
         err(f"no benchmark sets at {args.decontam} (--decontam DIR); skipping decontamination")
+    if Path(args.extraction).is_dir():  # FineWeb-2's per-language defaults against English values
+        from raycorpus.cli.eval_languages import eval_language_defaults
+
+        extract = shipped_extract_fn(cfg)
+        pages = [t for _, html, _ in load_trafilatura_eval(Path(args.extraction) / "trafilatura-eval")
+                 if (t := extract(html))]
+        results["language_defaults"] = eval_language_defaults(pages, args.langid, args.repeats)
     if not results:
         return EXIT_USAGE
     print(json.dumps(results, indent=1) if args.json else format_eval(results))

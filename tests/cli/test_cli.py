@@ -104,3 +104,4 @@ def test_eval_prints_extraction_and_langid_tables():
     assert "decontam:" in r.stdout and " 0 false positives" in r.stdout
     assert [line.split()[0] for line in r.stdout.splitlines() if "verbatim" in line] == [
         "gsm8k", "humaneval", "mmlu", "mtbench"]
+    assert "language defaults (fineweb2 vs none)" in r.stdout and "words zh:" in r.stdout

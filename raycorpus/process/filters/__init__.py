@@ -10,6 +10,11 @@ the document (counted as ``drop:<stage>:<reason>``); in ``tag`` mode every stage
 signal goes into the document's metadata, the reasons it would have been dropped for go into
 ``metadata["would_drop"]`` (counted as ``tag:<stage>:<reason>``), and the document is kept.
 
+With ``filters.language_defaults: fineweb2`` (the default), a stage with language-dependent
+thresholds runs, for a document whose language FineWeb-2 has settings for, with those settings
+(:mod:`raycorpus.process.filters.multilingual`), and its drop reasons name the language
+(``gopher_quality:stop_words[de]``).
+
 The runtime builds each stage's shared resource once per run (:meth:`Chain.shared_resources`,
 e.g. decontamination's benchmark index) and hands the same objects to every worker's chain.
 """
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING
 from raycorpus import counts as ck
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
+from raycorpus.process.filters.multilingual import LanguageDefaults, StageSpec, language_view
 from raycorpus.process.filters.registry import DEFAULT_CHAIN, register
 from raycorpus.process.filters.settings import FiltersConfig
 
@@ -50,6 +56,7 @@ class Chain:
             resources = self.shared_resources(cfg, storage)
         self.url_stages: list[Filter] = []
         self.stages: list[tuple[Filter, frozenset[str] | None]] = []  # (stage, languages it applies to)
+        specs: list[StageSpec] = []
         for cls, settings in cfg.enabled_stages():
             stage = cls.create(settings, resources.get(cls.name))
             stage.all_signals = self.tag  # tag mode computes every signal, no early exit
@@ -57,6 +64,9 @@ class Chain:
                 self.url_stages.append(stage)
             else:
                 self.stages.append((stage, frozenset(settings.languages) if settings.languages else None))
+                specs.append(StageSpec(cls, settings, resources.get(cls.name), self.tag))
+        # FineWeb-2's per-language thresholds and script-aware words (filters.language_defaults)
+        self.languages = LanguageDefaults(specs) if cfg.language_defaults == "fineweb2" else None
 
     @staticmethod
     def shared_resources(cfg: FiltersConfig, storage: Storage | None = None) -> dict[str, object]:
@@ -92,9 +102,15 @@ class Chain:
         """Run the stages that need the text; return the drop reason (filter mode) or None (kept)."""
         view = TextView(doc.text)
         would_drop: list[str] = []
-        for stage, langs in self.stages:
-            if langs is not None and doc.metadata.get("lang") not in langs:
+        for i, (stage, langs) in enumerate(self.stages):
+            lang = doc.metadata.get("lang")
+            if langs is not None and lang not in langs:
                 continue
+            suffix = ""
+            if self.languages is not None and isinstance(lang, str):
+                view = language_view(view, lang)
+                if (own := self.languages.stage(i, lang)) is not None:
+                    stage, suffix = own, f"[{lang}]"
             t0 = time.perf_counter_ns()
             try:
                 res = stage(doc, view)
@@ -103,11 +119,11 @@ class Chain:
             counts[ck.time_in(stage.label())] += time.perf_counter_ns() - t0
             if res.text is not None and res.text != doc.text:
                 doc.text = res.text
-                view = TextView(res.text)
+                view = TextView(res.text, view.script_aware)
             if self.tag:
                 doc.metadata.update(res.signals)
             if res.reason:
-                key = self._count(stage, res.reason, counts)
+                key = self._count(stage, res.reason + suffix if res.reason != "error" else res.reason, counts)
                 if not self.tag:
                     return key.label
                 would_drop.append(key.label)

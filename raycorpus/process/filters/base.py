@@ -26,21 +26,30 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from raycorpus.process.filters.words import script_tokens
+
 if TYPE_CHECKING:
     from raycorpus.ingest.storage import Storage
     from raycorpus.process.document import Document
+    from raycorpus.process.filters.langtable import LanguageSettings
 
 # A word is a run of letters/digits (with inner apostrophes or hyphens); any other
 # non-space character is a token of its own. Scripts without spaces (CJK, Thai) come out as
-# long runs, which is what the Gopher statistics expect of them.
+# long runs: a script-aware view (filters.language_defaults) cuts them with words.py instead.
 WORD_RE = re.compile(r"\w+(?:['\u2019\-]\w+)*|[^\w\s]", re.UNICODE)
 
 
 class TextView:
-    """Lazily computed splits of one text, shared by all filters of the chain."""
+    """Lazily computed splits of one text, shared by all filters of the chain.
 
-    def __init__(self, text: str):
+    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words and
+    keep combining marks in their word (:mod:`raycorpus.process.filters.words`); the chain sets it
+    for the languages that need it (:func:`raycorpus.process.filters.multilingual.script_aware`).
+    """
+
+    def __init__(self, text: str, script_aware: bool = False):
         self.text = text
+        self.script_aware = script_aware
 
     @cached_property
     def lines(self) -> list[str]:
@@ -55,7 +64,7 @@ class TextView:
     @cached_property
     def tokens(self) -> list[str]:
         """Words and punctuation marks, in order."""
-        return WORD_RE.findall(self.text)
+        return script_tokens(self.text) if self.script_aware else WORD_RE.findall(self.text)
 
     @cached_property
     def words(self) -> list[str]:
@@ -128,6 +137,12 @@ class Filter:
         built from files), or None. The runtime builds it once, puts one copy in the object store,
         and every worker's chain hands it to :meth:`create`."""
         return None
+
+    @classmethod
+    def language_settings(cls, lang: LanguageSettings) -> dict[str, Any]:
+        """The fields of the stage's settings that a language's FineWeb-2 defaults set (field -> value);
+        {} for a stage without language-dependent thresholds (see ``filters.language_defaults``)."""
+        return {}
 
     @classmethod
     def create(cls, settings: Any, resource: object | None = None) -> Filter:

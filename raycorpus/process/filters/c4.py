@@ -15,6 +15,9 @@ Deliberate differences from datatrove:
 * Kept lines are joined by one newline, or by a blank line where the original had one or more
   blank lines between them (datatrove joins everything by single newlines, losing paragraphs).
 * Terminal punctuation also accepts typographic closing quotes and CJK full stops.
+* In a language written without spaces (a script-aware view, ``filters.language_defaults``), a
+  line's words are :func:`~raycorpus.process.filters.words.count_words`' and a CJK full stop
+  inside a line is a sentence break (FineWeb-2 itself runs no C4 rules).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pydantic import Field
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
 from raycorpus.process.filters.registry import register
+from raycorpus.process.filters.words import count_words
 
 CITATION_RE = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
 END_PUNCTUATION = (".", "?", "!", '"', "'", "\u201d", "\u2019", "。", "\uff01", "\uff1f")
@@ -86,7 +90,8 @@ class C4Filter(Filter):
             lines += 1
             if long_word is not None and len(line) > max_chars and long_word.search(line):
                 continue
-            if min_words > 0 and len(line.split(None, min_words - 1)) < min_words:
+            if min_words > 0 and (count_words(line) if view.script_aware
+                                  else len(line.split(None, min_words - 1))) < min_words:
                 continue
             if citations:
                 line = CITATION_RE.sub("", line).rstrip()
@@ -119,7 +124,8 @@ class C4Filter(Filter):
         new_text = "".join(out)
         signals: dict[str, float | int | str] = {"c4.lines": lines, "c4.lines_removed": lines - kept}
         if self.all_signals or kept < cfg.min_sentences:  # else it has enough: a kept line is a sentence
-            signals["c4.sentences"] = sentences = kept + count_breaks(new_text)
+            breaks = count_breaks(new_text) + (count_spaceless_breaks(new_text) if view.script_aware else 0)
+            signals["c4.sentences"] = sentences = kept + breaks
             if reason is None and sentences < cfg.min_sentences:
                 reason = "too_few_sentences"
         if cfg.drop_lorem_ipsum:
@@ -127,6 +133,16 @@ class C4Filter(Filter):
         if cfg.drop_curly_brace:
             signals["c4.curly_brace"] = page_hits["curly_brace"]
         return FilterResult(reason=reason, signals=signals, text=new_text if new_text != text else None)
+
+
+# CJK full stops end a sentence without a space after them; one at a line's end is that line's sentence
+SPACELESS_BREAK_RE = re.compile("[\u3002\uff01\uff1f](?=[^\\n\u3002\uff01\uff1f\u300d\u300f\uff09)])")
+
+
+def count_spaceless_breaks(text: str) -> int:
+    """Sentence breaks inside the lines of a text written without spaces: a CJK full stop,
+    exclamation or question mark with more of the line after it."""
+    return len(SPACELESS_BREAK_RE.findall(text))
 
 
 def count_breaks(text: str) -> int:

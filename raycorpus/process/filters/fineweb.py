@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
 from raycorpus.process.filters.gopher import line_duplicates
+from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
 
 END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\uff01", "\uff1f")
@@ -36,6 +37,11 @@ class FineWebQualityFilter(RuleFilter):
     name = "fineweb"
     settings = FineWebQualityConfig
     cfg: FineWebQualityConfig
+
+    @classmethod
+    def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
+        return {"min_line_punct_ratio": lang.line_punct_thr, "max_newline_word_ratio": lang.new_line_ratio,
+                "max_short_line_ratio": lang.short_line_thr, "max_dup_line_char_ratio": lang.char_duplicates_ratio}
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg

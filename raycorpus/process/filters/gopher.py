@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import Field
 
 from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
+from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
 
 # bullet glyphs, hyphen bullet U+2043, hyphen, en and em dash, asterisk
@@ -144,6 +145,14 @@ class GopherRepetitionFilter(RuleFilter):
     settings = GopherRepetitionConfig
     cfg: GopherRepetitionConfig
 
+    @classmethod
+    def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
+        off = 1.0  # a fraction is never above 1: FineWeb-2's 0 (datatrove: rule off)
+        return {"dup_line_frac": lang.dup_line_frac, "top_n_grams": dict(lang.top_n_grams),
+                "dup_n_grams": dict(lang.dup_n_grams), "dup_para_frac": lang.dup_para_frac or off,
+                "dup_line_char_frac": lang.dup_line_char_frac or off,
+                "dup_para_char_frac": lang.dup_para_char_frac or off}
+
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg
         chars = len(view.text)
@@ -177,10 +186,24 @@ class GopherQualityFilter(RuleFilter):
     name = "gopher_quality"
     settings = GopherQualityConfig
 
+    @classmethod
+    def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
+        return {"stop_words": list(lang.stop_words), "min_avg_word_length": lang.min_avg_word_length,
+                "max_avg_word_length": lang.max_avg_word_length,
+                "min_alpha_words_ratio": lang.max_non_alpha_words_ratio, "min_stop_words": lang.min_stop_words}
+
     def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
         super().__init__(cfg, all_signals)
         # matching case variants is 3x faster than lowercasing every word
         self.stop_words = frozenset(v for w in cfg.stop_words for v in (w, w.lower(), w.capitalize(), w.upper()))
+        self.stop_word_list = tuple(dict.fromkeys(cfg.stop_words))
+
+    def count_stop_words(self, view: TextView) -> int:
+        """Stop words among the words; in a script-aware view (a language written without spaces,
+        whose words are cut by rule), every occurrence of a stop word in the text."""
+        if view.script_aware:
+            return sum(map(view.text.count, self.stop_word_list))
+        return sum(map(self.stop_words.__contains__, view.words))
 
     def _rules(self, view: TextView) -> Rules:
         cfg = self.cfg
@@ -210,5 +233,5 @@ class GopherQualityFilter(RuleFilter):
         value = (n - no_letter) / n if n else 0.0
         yield "alpha_words_ratio", value, "alpha_words_ratio" if value < cfg.min_alpha_words_ratio else None
 
-        count = sum(map(self.stop_words.__contains__, words))
+        count = self.count_stop_words(view)
         yield "stop_words", count, "stop_words" if count < cfg.min_stop_words else None

@@ -52,6 +52,11 @@ class FiltersConfig(BaseModel):
         "need the URL come before those that need the text",
     )
     exclusions: ExclusionsConfig = ExclusionsConfig()
+    language_defaults: Literal["fineweb2", "none"] = Field(
+        "fineweb2", description="per-language thresholds of the Gopher and FineWeb stages from FineWeb-2's "
+        "published settings, and script-aware words for the languages that need them (a value written in a "
+        "stage's section wins; English has no entry); none: every language gets the stage's values",
+    )
 
     @model_validator(mode="wrap")
     @classmethod

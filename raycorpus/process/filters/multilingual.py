@@ -1,0 +1,105 @@
+"""Per-language defaults for the quality stages (``filters.language_defaults: fineweb2``).
+
+Once the language ID stage has labelled a document, a stage with language-dependent thresholds
+(:meth:`~raycorpus.process.filters.base.Filter.language_settings`: Gopher repetition and quality,
+FineWeb) runs with FineWeb-2's values for that language (:mod:`langtable`: the language's config,
+and what FineWeb-2's pipeline set for every language, e.g. paragraph duplicates and short lines
+off, duplicated line characters at 0.1), and a document in a language written without spaces or
+in a script with combining marks (:func:`script_aware`) gets a script-aware text view
+(:mod:`words`). A value the config writes explicitly in the stage's section wins over the table,
+for every language. Languages without a table entry, English among them (FineWeb-2 has no
+eng_Latn), keep the stage's configured values. A drop by a stage that ran with a language's
+settings names the language: ``gopher_quality:stop_words[zh]``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from raycorpus.process.filters.base import Filter, StageSettings, TextView
+from raycorpus.process.filters.langcodes import fineweb2_name
+from raycorpus.process.filters.langtable import for_label
+from raycorpus.process.filters.words import SPACELESS_LABELS
+
+if TYPE_CHECKING:
+    from raycorpus.process.filters.settings import FiltersConfig
+
+
+@dataclass(slots=True)
+class StageSpec:
+    """What building a stage again for a language needs."""
+
+    cls: type[Filter]
+    settings: StageSettings
+    resource: object | None
+    all_signals: bool
+
+
+@dataclass(slots=True)
+class LanguageDefaults:
+    """Per-language instances of the chain's text stages, built on first use (a cache: the same
+    settings whatever the order documents arrive in)."""
+
+    specs: list[StageSpec]
+    _built: dict[tuple[int, str], Filter | None] = field(default_factory=dict)
+
+    def stage(self, index: int, lang: str) -> Filter | None:
+        """Text stage ``index`` with ``lang``'s settings, or None when the language changes none of them."""
+        key = (index, lang)
+        if key not in self._built:
+            self._built[key] = self._build(self.specs[index], lang)
+        return self._built[key]
+
+    @staticmethod
+    def _build(spec: StageSpec, lang: str) -> Filter | None:
+        entry = for_label(lang)
+        if entry is None:
+            return None
+        explicit = spec.settings.model_fields_set
+        update = {k: v for k, v in spec.cls.language_settings(entry).items() if k not in explicit}
+        if not update:
+            return None
+        stage = spec.cls.create(spec.settings.model_copy(update=update), spec.resource)
+        stage.all_signals = spec.all_signals
+        return stage
+
+
+# scripts whose words WORD_RE finds whole (no spaceless runs, no combining marks in ordinary text)
+PLAIN_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Hang", "Armn", "Geor"})
+
+
+@functools.cache
+def script_aware(lang: str) -> bool:
+    """Whether documents labelled ``lang`` get script-aware words (:mod:`words`): the languages
+    written without spaces, and those with a FineWeb-2 entry in a script with combining marks
+    (Devanagari, Bengali, Arabic, ...)."""
+    if lang in SPACELESS_LABELS:
+        return True
+    name = fineweb2_name(lang) if for_label(lang) is not None else None
+    return name is not None and name.rsplit("_", 1)[-1] not in PLAIN_SCRIPTS
+
+
+def language_view(view: TextView, lang: str) -> TextView:
+    """``view``, or a script-aware view of the same text when ``lang`` needs one."""
+    if view.script_aware or not script_aware(lang):
+        return view
+    return TextView(view.text, script_aware=True)
+
+
+def has_defaults(label: str) -> bool:
+    """Whether ``filters.language_defaults: fineweb2`` changes anything for documents labelled ``label``."""
+    return label in SPACELESS_LABELS or for_label(label) is not None
+
+
+def defaults_apply(filters: FiltersConfig) -> bool:
+    """Whether ``filters.language_defaults`` can change the output: it is ``fineweb2`` and the
+    language ID stage runs and may keep a language that has defaults (``keep: null`` or such a
+    label). The default config keeps only ``en``, which has none: its output (and fingerprint)
+    is what it was before the setting existed."""
+    if filters.language_defaults != "fineweb2":
+        return False
+    langid = next((s for c, s in filters.enabled_stages() if c.name == "langid"), None)
+    keep = getattr(langid, "keep", None)
+    return langid is not None and (keep is None or any(has_defaults(k) for k in keep))

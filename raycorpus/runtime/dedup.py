@@ -142,14 +142,9 @@ class DedupStage:
 
     def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""
-        eligible, sigs = payload.eligible, payload.signatures
-        if eligible is None:
-            decision, record = self.dedup.decide(ordinal, payload.hashes, sigs)
-        else:
-            decision, record = self.dedup.decide(ordinal, payload.hashes[eligible],
-                                                 None if sigs is None else sigs[eligible])
-            decision = decision.expand(eligible)
-        return decision, record
+        eligible = payload.eligible
+        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible))
+        return (decision if eligible is None else decision.expand(eligible)), record
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:
         """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""

@@ -30,8 +30,8 @@ from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tokenize import TokenEncoder
 
-READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS, TOKENIZE_NS = (
-    ck.time_in(s) for s in ("read", "extract", "hash", "minhash", "tokenize"))
+READ_NS, EXTRACT_NS, HASH_NS, URL_KEY_NS, MINHASH_NS, TOKENIZE_NS = (
+    ck.time_in(s) for s in ("read", "extract", "hash", "url_key", "minhash", "tokenize"))
 
 
 def content_hash(text: str) -> int:
@@ -123,6 +123,7 @@ class WarcProcessor:
         try:
             t = clock()
             digest = content_hash(doc.text)
+            t_url = clock()
             key = url_key(doc.url) if self.cfg.dedup.url else 0
             t_hashed = clock()
             sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
@@ -130,7 +131,8 @@ class WarcProcessor:
             counts[ck.drop("error", "hash")] += 1
             self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
             return False
-        counts[HASH_NS] += t_hashed - t
+        counts[HASH_NS] += t_url - t
+        counts[URL_KEY_NS] += t_hashed - t_url
         hashes.append(digest)
         url_keys.append(key)
         if sig is not None:

@@ -122,8 +122,9 @@ def test_a_recrawl_at_the_same_url_is_a_url_duplicate_of_the_first_copy(mh, n_sh
     d0, _ = dd.decide(0, *_batch(mh, [("http://ex.com/a", a), ("http://ex.com/b", b)]))
     assert d0.kind.tolist() == [KEEP, KEEP]
     # WARC 1: /a recrawled with new content (URL), /b's text copied at a new URL (exact), a page twice in one WARC
-    d1, rec = dd.decide(1, *_batch(mh, [("HTTP://EX.com:80/a#x", c), ("http://ex.com/copy", b),
-                                        ("http://ex.com/new?utm_source=z", _words(4)), ("http://ex.com/new", _words(5))]))
+    warc1 = [("HTTP://EX.com:80/a#x", c), ("http://ex.com/copy", b), ("http://ex.com/new?utm_source=z", _words(4)),
+             ("http://ex.com/new", _words(5))]
+    d1, rec = dd.decide(1, *_batch(mh, warc1))
     assert d1.kind.tolist() == [URL, EXACT, KEEP, URL]
     assert [int(g) for g in d1.dup_of] == [0 << 24 | 0, 0 << 24 | 1, int(NO_MATCH), 1 << 24 | 2]
     assert np.isnan(d1.jaccard[0]) and d1.jaccard[1] == 1.0
@@ -141,7 +142,7 @@ def test_url_comes_first_and_a_dropped_document_inserts_none_of_its_keys(mh):
     # an exact copy at /x is dropped, and so its URL is not indexed: a later page at /x is new
     d2, _ = dd.decide(2, *_batch(mh, [("http://ex.com/x", a), ("http://ex.com/x", _words(9))]))
     assert d2.kind.tolist() == [EXACT, KEEP]
-    near = " ".join(a.split()[:-3] + ["p", "q", "r"])
+    near = " ".join([*a.split()[:-3], "p", "q", "r"])
     d3, _ = dd.decide(3, *_batch(mh, [("http://ex.com/y", near)]))
     assert d3.kind.tolist() == [NEAR]
 

@@ -12,7 +12,7 @@ from raycorpus.process.dedup.minhash import PRESETS
 class DedupConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     url: bool = Field(True, description="drop documents whose normalised URL (lowercase scheme and host, no "
-                      "default port, fragment or tracking parameters) equals an earlier one's")
+                      "default port, fragment or tracking parameters) equals an earlier kept one's")
     exact: bool = Field(True, description="drop documents whose normalised text equals an earlier one's")
     near: bool = Field(True, description="MinHash-LSH near-duplicate detection")
     preset: Literal["fineweb", "recall"] = Field(

@@ -186,6 +186,8 @@ class Config(_Model):
         d["warc"].pop("timeout_seconds")
         for key in ("shards", "expected_docs", "shard_memory", "shard_cpus", "shard_resources"):
             d["dedup"].pop(key)
+        if not d["dedup"]["url"]:  # before URL dedup: those outputs keep their fingerprint with `url: false`
+            d["dedup"].pop("url")
         if d["dedup"]["signature_bits"] == 32:  # before 0.2 the only choice: those outputs keep their fingerprint
             d["dedup"].pop("signature_bits")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,

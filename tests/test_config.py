@@ -96,12 +96,15 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
 
     raw = yaml.safe_load((REPO / source).read_text()) if isinstance(source, str) else source
     # 0.2 verifies near duplicates with 16-bit signatures (a deliberate output change, so a new fingerprint);
-    # with the 32 bits of before, an output built then keeps its fingerprint and resumes
+    # with the 32 bits of before, an output built then keeps its fingerprint and resumes; so does one built
+    # before URL dedup (on by default: a new fingerprint), given `url: false`.
     # FineWeb-2's per-language defaults change what a config keeping other languages than English
     # (TAGGED keeps de) outputs, so a new fingerprint; `language_defaults: none` is the output of before
     filters = {**raw.get("filters", {}), "language_defaults": "none"}
-    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32}, "filters": filters}
+    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32, "url": False}, "filters": filters}
     assert config_from_dict(old).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
+    with_url = {**old, "dedup": {**old["dedup"], "url": True}}
+    assert config_from_dict(with_url).fingerprint() != fingerprint
     assert config_from_dict(raw).fingerprint() != fingerprint
     from raycorpus.process.filters import DEFAULT_CHAIN
 

@@ -48,7 +48,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
             keep = None
             if dedup is not None:  # the committer's share: LSH query, verification, insert
                 t = time.perf_counter_ns()
-                decision, _ = dedup.decide(i, res.content_hashes, res.signatures)
+                decision, _ = dedup.decide(i, res.content_hashes, res.signatures, res.url_hashes)
                 stage_ns["dedup"] += time.perf_counter_ns() - t
                 keep = decision.keep
                 decision.count_into(counts, tag=False)

@@ -22,10 +22,11 @@ from pathlib import Path
 
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
-TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
+TABLE_BYTES_PER_DOC = 310  # 14 band keys + content hash + URL key; measured 266 grown / 300 presized at 1 M docs
+# (241 / 281 without URL keys: 16 keys a document instead of 15, uint32 values, load 0.53-0.8)
 STORE_BYTES_PER_DOC = 232  # id + 112 x 16-bit signature values (8 with verify off)
-SEGMENT_BYTES_PER_DOC = 416  # a shard's files: 15 keys x (8 + 4) + docno 4 + id 8 + 112 x 2
-RECORD_BYTES_PER_DOC = 464  # the per-WARC dedup record: id 8 + hash 8 + 112 x 4
+SEGMENT_BYTES_PER_DOC = 428  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 112 x 2
+RECORD_BYTES_PER_DOC = 472  # the per-WARC dedup record: id 8 + hash 8 + URL key 8 + 112 x 4
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
 

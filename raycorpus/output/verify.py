@@ -125,7 +125,8 @@ def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], 
         if not storage.exists(url):
             wrong.append(f"WARC #{e['ordinal']}: no {record_name(e['ordinal'])}")
             continue
-        gids, hashes, _ = decode_record(storage.read_bytes(url))
+        record = decode_record(storage.read_bytes(url))
+        gids, hashes = record.gids, record.hashes
         if gids.size != e["counts"]["dedup_indexed"] or hashes.size != gids.size or any(
                 split_gid(g)[0] != e["ordinal"] for g in gids[:1]):
             wrong.append(f"WARC #{e['ordinal']}: record disagrees with the ledger")

@@ -22,6 +22,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import HtmlRecord, TextRecord, iter_html_records, iter_text_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.process.dedup.minhash import MinHasher
+from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
@@ -29,8 +30,8 @@ from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tokenize import TokenEncoder
 
-READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS, TOKENIZE_NS = (
-    ck.time_in(s) for s in ("read", "extract", "hash", "minhash", "tokenize"))
+READ_NS, EXTRACT_NS, HASH_NS, URL_KEY_NS, MINHASH_NS, TOKENIZE_NS = (
+    ck.time_in(s) for s in ("read", "extract", "hash", "url_key", "minhash", "tokenize"))
 
 
 def content_hash(text: str) -> int:
@@ -64,6 +65,7 @@ class WarcProcessor:
         counts: Counter = Counter()
         docs: list[Document] = []
         hashes: list[int] = []
+        url_keys: list[int] = []
         sigs: list[np.ndarray] = []
         excluded: list[dict] = []
         clock = time.perf_counter_ns
@@ -77,7 +79,7 @@ class WarcProcessor:
                     break
                 counts[ck.HTML] += 1
                 doc = self._document(rec, counts, excluded)
-                if doc is None or not self._hash(doc, counts, excluded, hashes, sigs):
+                if doc is None or not self._hash(doc, counts, excluded, hashes, sigs, url_keys):
                     continue
                 counts[ck.KEPT] += 1
                 docs.append(doc)
@@ -86,6 +88,8 @@ class WarcProcessor:
             self._write_exclusions(ordinal, excluded)
         result = WarcResult(ordinal, url, docs, np.array(hashes, dtype=np.uint64), self._stack(sigs), counts,
                             bytes_read, 0.0)
+        if self.cfg.dedup.url:
+            result.url_hashes = np.array(url_keys, dtype=np.uint64)
         if self.encoder is not None:
             t = clock()
             result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
@@ -117,20 +121,25 @@ class WarcProcessor:
         return doc
 
     def _hash(self, doc: Document, counts: Counter, excluded: list[dict], hashes: list[int],
-              sigs: list[np.ndarray]) -> bool:
-        """Add the document's content hash and MinHash signature; False if hashing broke (a counted drop)."""
+              sigs: list[np.ndarray], url_keys: list[int]) -> bool:
+        """Add the document's content hash, URL key and MinHash signature; False if hashing broke (a counted
+        drop)."""
         clock = time.perf_counter_ns
         try:
             t = clock()
             digest = content_hash(doc.text)
+            t_url = clock()
+            key = url_key(doc.url) if self.cfg.dedup.url else 0
             t_hashed = clock()
             sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
         except Exception:  # one document that breaks hashing is one dropped document, never the WARC
             counts[ck.drop("error", "hash")] += 1
             self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
             return False
-        counts[HASH_NS] += t_hashed - t
+        counts[HASH_NS] += t_url - t
+        counts[URL_KEY_NS] += t_hashed - t_url
         hashes.append(digest)
+        url_keys.append(key)
         if sig is not None:
             counts[MINHASH_NS] += clock() - t_hashed
             sigs.append(sig)

@@ -24,6 +24,7 @@ class WarcResult:
     seconds: float
     tokens: np.ndarray | None = None  # the documents' token ids, each followed by EOS, concatenated (if encoded)
     lengths: np.ndarray | None = None  # uint64 tokens per document
+    url_hashes: np.ndarray | None = None  # uint64 per doc: normalised-URL key for URL dedup (0: no URL), if on
 
     def summary(self) -> WarcSummary:
         return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),
@@ -34,7 +35,7 @@ class WarcResult:
         return self.tokens, self.lengths
 
     def dedup_payload(self, eligible: np.ndarray | None = None) -> DedupPayload:
-        return DedupPayload(self.content_hashes, self.signatures, eligible)
+        return DedupPayload(self.content_hashes, self.signatures, eligible, self.url_hashes)
 
 
 @dataclass(slots=True)
@@ -66,3 +67,10 @@ class DedupPayload:
     hashes: np.ndarray  # uint64 content hashes
     signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash, None without near dedup
     eligible: np.ndarray | None = None  # tag mode: the documents filter mode would keep (only they take part)
+    url_hashes: np.ndarray | None = None  # uint64 normalised-URL keys, None without URL dedup
+
+    def rows(self, eligible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(hashes, signatures, URL keys) of the given documents (all when None)."""
+        if eligible is None:
+            return self.hashes, self.signatures, self.url_hashes
+        return tuple(None if a is None else a[eligible] for a in (self.hashes, self.signatures, self.url_hashes))

@@ -127,9 +127,9 @@ class LshShardActor(Measured):
         for ordinal in tail:  # committed after the files: replayed from their records, and logged again
             data = storage.read_bytes(join_url(dedup_url, record_name(ordinal)))
             self.read["record_bytes"] += len(data)
-            gids, hashes, sigs = decode_record(data)
-            self.insert(ordinal, *self.shard.slice_of(gids, hashes, sigs, self.docnos))
-            self.docnos += gids.size
+            record = decode_record(data)
+            self.insert(ordinal, *self.shard.slice_of(record, self.docnos))
+            self.docnos += record.gids.size
 
     def ready(self) -> dict:
         """What this shard read to start (its own files, the records of the WARCs after them) and the

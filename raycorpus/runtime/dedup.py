@@ -26,7 +26,8 @@ from raycorpus.runtime.pool import ActorUnavailableError, RunAborted
 
 log = logging.getLogger("raycorpus")
 
-BYTES_PER_DOC = 530  # tables + 16-bit signature store per indexed document, measured (the reservation basis)
+BYTES_PER_DOC = 550  # tables (URL keys included) + 16-bit signature store per indexed document, measured (the
+# reservation basis): 266-300 + 232 at 1 M documents
 MIN_SHARD_MEMORY = 256 * 2**20
 RESTART_SECONDS = 120.0
 
@@ -142,14 +143,9 @@ class DedupStage:
 
     def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""
-        eligible, sigs = payload.eligible, payload.signatures
-        if eligible is None:
-            decision, record = self.dedup.decide(ordinal, payload.hashes, sigs)
-        else:
-            decision, record = self.dedup.decide(ordinal, payload.hashes[eligible],
-                                                 None if sigs is None else sigs[eligible])
-            decision = decision.expand(eligible)
-        return decision, record
+        eligible = payload.eligible
+        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible))
+        return (decision if eligible is None else decision.expand(eligible)), record
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:
         """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""

@@ -10,7 +10,7 @@ extracting, so the commit path is the limit. A replayed WARC joins as many cache
 a WARC), with the measured funnel.
 
 Replayed documents stay distinct: every part after the first pass over the cache gets its content
-hashes XORed with, and its 32-bit MinHash values shifted by, a constant drawn from the part's
+hashes and URL keys XORed with, and its 32-bit MinHash values shifted by, a constant drawn from the part's
 number (which keeps the duplicates inside a part duplicates), except a ``dup_rate`` share of its
 documents, drawn per document, that are replayed as they are and so duplicate their first replay.
 """
@@ -50,39 +50,44 @@ def _mix(key: int) -> np.uint64:
     return fmix64(np.array([key], np.uint64))[0]
 
 
-def replay_part(base: WarcResult, number: int, n_cached: int, dup_rate: float) -> tuple[np.ndarray, np.ndarray | None]:
-    """(content hashes, signatures) of part ``number`` (which replays cached result ``number % n_cached``)."""
-    hashes, sigs = base.content_hashes, base.signatures
+def replay_part(base: WarcResult, number: int, n_cached: int,
+                dup_rate: float) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(content hashes, signatures, URL keys) of part ``number`` (which replays cached result ``number % n_cached``)."""
+    hashes, sigs, urls = base.content_hashes, base.signatures, base.url_hashes
     if number < n_cached or not len(hashes):
-        return hashes, sigs
+        return hashes, sigs, urls
     salt = _mix(number + 1) | np.uint64(1)
     draws = fmix64(np.uint64(number * 0x9E3779B97F4A7C15 % 2**64) + np.arange(len(hashes), dtype=np.uint64))
     keep = draws.astype(np.float64) / 2.0**64 < dup_rate
     hashes = np.where(keep, hashes, hashes ^ salt)
+    if urls is not None:  # a replayed duplicate keeps its URL too (a recrawl: URL first, so `dedup:url`)
+        urls = np.where(keep | (urls == 0), urls, urls ^ salt)
     if sigs is not None:
         shift = np.uint32(int(salt) & 0xFFFFFFFF)
         sigs = np.where(keep[:, None], sigs, sigs + shift)
-    return hashes, sigs
+    return hashes, sigs, urls
 
 
 def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> WarcResult:
     """Replayed WARC ``ordinal``: parts ``ordinal * parts ...`` of the cache, joined."""
     t0 = time.perf_counter()
-    docs, hashes, sigs, tokens, lengths, counts, read = [], [], [], [], [], Counter(), 0
+    docs, hashes, sigs, urls, tokens, lengths, counts, read = [], [], [], [], [], [], Counter(), 0
     for number in range(ordinal * plan.parts, (ordinal + 1) * plan.parts):
         base = cached[number % len(cached)]
-        h, s = replay_part(base, number, len(cached), plan.dup_rate)
+        h, s, u = replay_part(base, number, len(cached), plan.dup_rate)
         docs += base.docs
         hashes.append(h)
         if s is not None:
             sigs.append(s)
+        if u is not None:
+            urls.append(u)
         tokens.append(base.tokens)
         lengths.append(base.lengths)
         counts.update(base.counts)
         read += base.bytes_read
     return WarcResult(ordinal, f"replay://{ordinal}", docs, np.concatenate(hashes),
                       np.concatenate(sigs) if sigs else None, counts, read, time.perf_counter() - t0,
-                      np.concatenate(tokens), np.concatenate(lengths))
+                      np.concatenate(tokens), np.concatenate(lengths), np.concatenate(urls) if urls else None)
 
 
 @ray.remote

@@ -157,7 +157,8 @@ def test_record_holds_only_the_kept_documents(mh):
     rng = np.random.default_rng(5)
     a = _text(rng, 200)
     dec, record = _dedup().decide(7, *_batch(mh, [a, a, _text(rng, 200)]))
-    gids, hashes, sigs = decode_record(record)
+    rec = decode_record(record)
+    gids, hashes, sigs = rec.gids, rec.hashes, rec.sigs
     assert [split_gid(g) for g in gids] == [(7, 0), (7, 2)] and dec.indexed == 2
     assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112) and sigs.dtype == np.uint32
 

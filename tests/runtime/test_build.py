@@ -28,6 +28,7 @@ def test_reference_build_is_complete_and_plausible(reference, crawl):
     assert s["docs"]["kept"] > 100 and s["tokens"] > 20_000 and s["shards"] >= 3
     assert s["records"]["skipped"]["not_html"] > 0 and s["records"]["skipped"]["not_200"] > 0
     assert s["docs"]["dropped"]["dedup:exact"] > 0 and s["docs"]["dropped"]["dedup:near"] > 0
+    assert s["docs"]["dropped"]["dedup:url"] > 0  # exact copies behind campaign links (utm_*): their URL first
     assert json.loads((out / "shards" / "shard-000000.json").read_text())["sources"][0]["ordinal"] == 0
     state = Ledger(Storage(), str(out)).load()
     assert state.packer.docs == s["docs"]["kept"]  # the summary is the ledger's numbers
@@ -190,7 +191,7 @@ def test_tag_mode_keeps_everything_with_signals_in_the_documents_files(reference
     assert all("lang" in r["metadata"] and "would_drop" in r["metadata"] and r["warc"] for r in rows)
     assert any("gopher_quality.mean_word_length" in r["metadata"] for r in rows)
     # dedup sees the documents filter mode keeps, so it tags exactly what filter mode dropped
-    for kind in ("exact", "near"):
+    for kind in ("url", "exact", "near"):
         assert s["docs"]["tagged"][f"dedup:{kind}"] == ref_summary["docs"]["dropped"][f"dedup:{kind}"]
     assert all(r["metadata"]["dedup"]["dup_of"] for r in rows if "dedup:near" in r["metadata"]["would_drop"])
     checks = verify_output(st, str(out))
@@ -199,6 +200,7 @@ def test_tag_mode_keeps_everything_with_signals_in_the_documents_files(reference
 
 def test_dedup_keeps_the_first_copy_and_the_audit_names_it(reference, crawl, tmp_path):
     from raycorpus.output.docfiles import read_jsonl_zst
+    from raycorpus.process.dedup.urlkey import url_key
     from raycorpus.process.pipeline import content_hash
 
     c, tok = crawl
@@ -215,11 +217,13 @@ def test_dedup_keeps_the_first_copy_and_the_audit_names_it(reference, crawl, tmp
     assert len(set(hashes)) == len(hashes)  # no exact copies survive
     kept = {r["metadata"]["id"]: r for r in docs}
     dropped = s["docs"]["dropped"]
-    assert len(audit) == dropped["dedup:exact"] + dropped["dedup:near"]
+    assert len(audit) == dropped["dedup:url"] + dropped["dedup:exact"] + dropped["dedup:near"]
     for row in audit:
         first = kept[row["dup_of"]]  # the copy it matched was kept, and came earlier in manifest order
         assert tuple(map(int, first["metadata"]["id"].split("/"))) < tuple(map(int, row["id"].split("/")))
-        if row["reason"] == "dedup:exact":
+        if row["reason"] == "dedup:url":  # the sample crawl has copies behind campaign links (utm_*)
+            assert url_key(first["url"]) == url_key(row["url"]) and row["jaccard"] is None
+        elif row["reason"] == "dedup:exact":
             assert content_hash(first["text"]) == content_hash(row["text"])
         else:
             assert row["reason"] == "dedup:near" and row["jaccard"] >= 0.8

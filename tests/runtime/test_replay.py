@@ -29,6 +29,9 @@ def test_replayed_parts_are_distinct_but_for_the_stated_duplicates(crawl, tmp_pa
     assert np.array_equal(again[1][kept], base.signatures[kept])
     assert not np.any(again[1][~kept] == base.signatures[~kept])  # the others shifted in every value
     assert np.array_equal(replay_part(base, 2, len(cached), 0.25)[0], again[0])  # deterministic
+    assert np.array_equal(first[2], base.url_hashes)  # URL keys: as they are, then perturbed like the hashes
+    assert np.array_equal(again[2][kept], base.url_hashes[kept])
+    assert not np.any(again[2][~kept] == base.url_hashes[~kept])
 
 
 def test_a_replayed_warc_joins_parts_with_their_tokens(crawl, tmp_path):

@@ -305,12 +305,13 @@ class _TimedShards:
         return self._time("insert", requests, ordinal)
 
 
-def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dict]:
-    """Deduplicator (one in-process LshShard) over synthetic signatures in WARC-sized batches."""
+def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2, url: bool = True) -> list[dict]:
+    """Deduplicator (one in-process LshShard) over synthetic signatures (and distinct URLs) in WARC-sized
+    batches; ``url=False`` leaves the URL keys out of the index."""
     from raycorpus.process.dedup.index import Deduplicator, Layout
     from raycorpus.process.dedup.settings import DedupConfig
 
-    cfg = DedupConfig()
+    cfg = DedupConfig(url=url)
     rows = []
     for n_docs in scales:
         rng = np.random.default_rng(n_docs)
@@ -323,16 +324,18 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dic
         noise = rng.random((dup.size, cfg.num_perm)) < 0.1  # ~0.9 estimated Jaccard
         sigs[dup] = np.where(noise, sigs[dup] ^ np.uint32(1), sigs[src])
         hashes = rng.integers(1, 2**63, n_docs, dtype=np.uint64)
+        urls = rng.integers(1, 2**63, n_docs, dtype=np.uint64)  # near copies live at other URLs
 
         for presized in (False, True):
 
-            def run_once(n_docs=n_docs, hashes=hashes, sigs=sigs, presized=presized):
+            def run_once(n_docs=n_docs, hashes=hashes, sigs=sigs, urls=urls, presized=presized):
                 layout = Layout.from_config(cfg, 1)
                 shards = _TimedShards(layout, n_docs if presized else 0)
                 dd = Deduplicator(layout, cfg.threshold, shards)
                 dropped = 0
                 for w, i in enumerate(range(0, n_docs, BATCH_DOCS)):
-                    decision, _ = dd.decide(w, hashes[i : i + BATCH_DOCS], sigs[i : i + BATCH_DOCS])
+                    batch = slice(i, i + BATCH_DOCS)
+                    decision, _ = dd.decide(w, hashes[batch], sigs[batch], urls[batch])
                     dropped += int((~decision.keep).sum())
                 return shards, dropped
 

@@ -1,9 +1,10 @@
-"""Online exact and near dedup, decided in manifest order over a sharded index. Ray-free.
+"""Online URL, exact and near dedup, decided in manifest order over a sharded index. Ray-free.
 
-Every document that passed the filters has a 64-bit content hash and (for near dedup) a
-MinHash signature, computed by the worker. When its WARC is committed, in manifest order,
-:class:`Deduplicator` asks the shards which earlier documents share the content hash or
-an LSH band, verifies band candidates by the Jaccard estimated from their signatures,
+Every document that passed the filters has a 64-bit content hash, a 64-bit key of its normalised
+URL (:mod:`raycorpus.process.dedup.urlkey`) and (for near dedup) a MinHash signature, computed by
+the worker. URL keys and content hashes share the exact table. When its WARC is committed, in
+manifest order, :class:`Deduplicator` asks the shards which earlier documents share the URL key,
+the content hash or an LSH band, verifies band candidates by the Jaccard estimated from their signatures,
 decides per document in record order, and then inserts the documents it kept. So which
 copy survives depends only on (manifest, config): not on timing, worker count or retries,
 and a retried WARC never meets its own documents (nothing is inserted before its commit).
@@ -14,8 +15,8 @@ tables); shard ``docno % N`` keeps the document's id and signature. Document ids
 are ``ordinal << 24 | index`` (index among the WARC's filtered documents), so an id names
 its WARC. Signatures are kept as their low 32 bits (``uint32``; two different
 values agree with probability 2**-32), and band keys are computed from those, so the
-durable record of a committed WARC (:func:`encode_record`, ``dedup/NNNNNNNNN.npz``) is
-gids + hashes + 32-bit signatures, and any shard can be rebuilt from the records of the
+durable record of a committed WARC (:class:`IndexRecord`, ``dedup/NNNNNNNNN.npz``) is
+gids + hashes + 32-bit signatures + URL keys, and any shard can be rebuilt from the records of the
 committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps only the low
 ``signature_bits`` (16 by default) of each value of the documents it owns (b-bit MinHash, with the
 chance agreement of 2**-b taken out of the estimate): half the memory of 32 bits, the same
@@ -41,8 +42,8 @@ _MAX_DOCNO = 2**32 - 2  # table values are uint32 (2**32 - 1 is reserved)
 GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 k records)
 DEDUP_DIR = "dedup"
 
-KEEP, EXACT, NEAR = 0, 1, 2
-KINDS = {EXACT: "exact", NEAR: "near"}
+KEEP, EXACT, NEAR, URL = 0, 1, 2, 3
+KINDS = {URL: "url", EXACT: "exact", NEAR: "near"}
 
 
 def make_gids(ordinal: int, n: int) -> np.ndarray:
@@ -72,11 +73,21 @@ class Layout:
     bands: int
     rows: int
     sig_bits: int = 32  # bits of each MinHash value kept for verification (b-bit MinHash)
+    url: bool = False  # URL keys (urlkey.url_key) share the exact table with the content hashes
 
     @classmethod
     def from_config(cls, cfg: DedupConfig, n_shards: int) -> Layout:
         b, r = cfg.bands_rows
-        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits)
+        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits, cfg.url)
+
+    def exact_keys(self, hashes: np.ndarray, urls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(content keys, URL keys) of documents in the exact table: empty where that kind is off; a
+        document without a URL key (0) gets NO_URL, which no table holds."""
+        ek = content_keys(hashes) if self.exact else _EMPTY
+        if not self.url or urls is None:
+            return ek, _EMPTY
+        urls = np.asarray(urls, np.uint64)
+        return ek, np.where(urls == 0, NO_URL, urls)
 
     def stored(self, sigs: np.ndarray) -> np.ndarray:
         """Signatures as verification keeps them: their low ``sig_bits`` bits."""
@@ -102,6 +113,10 @@ class Layout:
         return (np.asarray(docnos, np.uint64) % np.uint64(self.n_shards)).astype(np.intp)
 
 
+_EMPTY = np.empty(0, np.uint64)
+NO_URL = NO_MATCH  # the URL key of a document without a URL: never inserted, so never matched
+
+
 def content_keys(hashes: np.ndarray) -> np.ndarray:
     """Content hashes as table keys (0 marks an empty slot)."""
     return np.maximum(np.asarray(hashes, np.uint64), np.uint64(1))
@@ -110,18 +125,31 @@ def content_keys(hashes: np.ndarray) -> np.ndarray:
 # -- durable per-WARC record of the documents a WARC added to the index
 
 
-def encode_record(gids: np.ndarray, hashes: np.ndarray, sigs: np.ndarray | None) -> bytes:
+@dataclass(frozen=True)
+class IndexRecord:
+    """The documents one committed WARC added to the index, one row each, in commit order."""
+
+    gids: np.ndarray  # uint64
+    hashes: np.ndarray  # uint64 content hashes
+    sigs: np.ndarray | None = None  # (docs, num_perm) uint32 MinHash, with near dedup
+    urls: np.ndarray | None = None  # uint64 URL keys (0: no URL), with URL dedup
+
+
+def encode_record(record: IndexRecord) -> bytes:
     buf = io.BytesIO()
-    arrays = {"gids": np.asarray(gids, np.uint64), "hashes": np.asarray(hashes, np.uint64)}
-    if sigs is not None:
-        arrays["sigs"] = np.asarray(sigs, np.uint32)
+    arrays = {"gids": np.asarray(record.gids, np.uint64), "hashes": np.asarray(record.hashes, np.uint64)}
+    if record.sigs is not None:
+        arrays["sigs"] = np.asarray(record.sigs, np.uint32)
+    if record.urls is not None:
+        arrays["urls"] = np.asarray(record.urls, np.uint64)
     np.savez(buf, **arrays)
     return buf.getvalue()
 
 
-def decode_record(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def decode_record(data: bytes) -> IndexRecord:
     with np.load(io.BytesIO(data)) as z:
-        return z["gids"], z["hashes"], (z["sigs"] if "sigs" in z.files else None)
+        return IndexRecord(z["gids"], z["hashes"], z["sigs"] if "sigs" in z.files else None,
+                           z["urls"] if "urls" in z.files else None)
 
 
 class LshShard:
@@ -138,7 +166,7 @@ class LshShard:
         self.layout = layout
         self.index = index
         per_shard = expected_docs // layout.n_shards
-        self.exact = BandTable(per_shard if layout.exact else 0, value_dtype=np.uint32)
+        self.exact = BandTable(per_shard * (layout.exact + layout.url), value_dtype=np.uint32)
         self.bands = BandTable(per_shard * layout.bands if layout.near else 0, value_dtype=np.uint32)
         self._gids = np.empty(0, np.uint64)
         self._sigs: np.ndarray | None = None
@@ -185,21 +213,23 @@ class LshShard:
             self._sigs[self._n : need] = sigs
         self._n = need
 
-    def load(self, records: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]], docno: int = 0) -> int:
+    def load(self, records: Iterable[IndexRecord], docno: int = 0) -> int:
         """Add committed WARCs' records (in manifest order, the first numbered ``docno``), keeping this
         shard's slice; return the next docno."""
-        for gids, hashes, sigs in records:
-            self.insert(*self.slice_of(gids, hashes, sigs, docno))
-            docno += gids.size
+        for record in records:
+            self.insert(*self.slice_of(record, docno))
+            docno += record.gids.size
         return docno
 
-    def slice_of(self, gids: np.ndarray, hashes: np.ndarray, sigs: np.ndarray | None, docno: int) -> tuple:
+    def slice_of(self, record: IndexRecord, docno: int) -> tuple:
         """This shard's insert request for a WARC's record whose first document is number ``docno``."""
         lay, me = self.layout, self.index
-        empty = np.empty(0, np.uint64)
+        gids, sigs, empty = record.gids, record.sigs, _EMPTY
         docnos = docno + np.arange(gids.size, dtype=np.uint64)
-        ek = content_keys(hashes) if lay.exact else empty
-        e_sel = lay.route(ek) == me
+        ek, uk = lay.exact_keys(record.hashes, record.urls)
+        ek_no = np.concatenate([docnos[: ek.size], docnos[: uk.size]])
+        e_sel = np.concatenate([lay.route(ek) == me, (lay.route(uk) == me) & (uk != NO_URL)])
+        ek = np.concatenate([ek, uk])
         flat, flat_no = empty, empty
         if lay.near and sigs is not None:
             keys = lay.keys(sigs)
@@ -207,7 +237,7 @@ class LshShard:
             flat, flat_no = keys.ravel()[b_sel], np.repeat(docnos, keys.shape[1])[b_sel]
         own = lay.owner(docnos) == me
         own_sigs = lay.stored(sigs[own]) if lay.verify and sigs is not None else None
-        return ek[e_sel], docnos[: ek.size][e_sel], flat, flat_no, docnos[own], gids[own], own_sigs
+        return ek[e_sel], ek_no[e_sel], flat, flat_no, docnos[own], gids[own], own_sigs
 
     def stats(self) -> dict:
         sig_bytes = self._n * 8 + (0 if self._sigs is None else self._n * self._sigs.shape[1] * self._sigs.itemsize)
@@ -250,9 +280,9 @@ class LocalShards:
 class Decision:
     """Per document of one WARC (filtered documents, in record order)."""
 
-    kind: np.ndarray  # uint8: KEEP, EXACT or NEAR
+    kind: np.ndarray  # uint8: KEEP, URL, EXACT or NEAR
     dup_of: np.ndarray  # uint64 gid of the earlier document it duplicates (NO_MATCH if kept)
-    jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, 0 if kept)
+    jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, NaN for a URL match, 0 if kept)
     indexed: int  # documents added to the index (the kept ones)
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
 
@@ -290,60 +320,77 @@ class Deduplicator:
         self.shards = shards
         self.next_docno = next_docno  # documents indexed so far (all shards)
 
-    def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None) -> tuple[Decision, bytes]:
-        """Decide, insert what is kept, and return (decision, durable record of the inserted documents)."""
+    def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None,
+               urls: np.ndarray | None = None) -> tuple[Decision, bytes]:
+        """Decide, insert what is kept, and return (decision, durable record of the inserted documents).
+
+        Per document, in record order, against the indexed documents and this WARC's earlier kept ones:
+        the same URL key makes it a URL duplicate; else the same content hash an exact duplicate; else a
+        (verified) shared band a near duplicate. Only kept documents insert their keys."""
         lay = self.layout
         n = len(hashes)
         gids = make_gids(ordinal, n)
         kind = np.zeros(n, np.uint8)
         dup_of = np.full(n, NO_MATCH, np.uint64)
         jac = np.zeros(n, np.float32)
+        hashes = np.asarray(hashes, np.uint64)
+        urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
         if n == 0:
-            return Decision(kind, dup_of, jac, 0), encode_record(gids, hashes, sigs)
+            return Decision(kind, dup_of, jac, 0), encode_record(IndexRecord(gids, hashes, sigs, urls))
         near = lay.near and sigs is not None
-        ek = content_keys(hashes) if lay.exact else np.empty(0, np.uint64)
+        ek, uk = lay.exact_keys(hashes, urls)
         keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
         stored = lay.stored(sigs) if near else None
-        prior_exact, prior_band = self._query(ek, keys)
-        has_prior = prior_exact != NO_MATCH
+        prior_exact, prior_url, prior_band = self._query(ek, uk, keys)
+        has_prior = (prior_exact != NO_MATCH) | (prior_url != NO_MATCH)
         if near:
             has_prior |= (prior_band != NO_MATCH).any(axis=1)
-        prior_gid, prior_sig = self._prior_documents(prior_exact[has_prior], prior_band[has_prior])
+        prior_gid, prior_sig = self._prior_documents(
+            np.concatenate([prior_exact[has_prior], prior_url[has_prior]]), prior_band[has_prior])
+        url_earlier = {i: e for i, e in _earlier_equal(uk[:, None]).items() if uk[i] != NO_URL} if uk.size else {}
         exact_earlier = _earlier_equal(ek[:, None]) if lay.exact else {}
         band_earlier = _earlier_equal(keys) if near else {}
-        for i in sorted(set(np.flatnonzero(has_prior).tolist()) | set(exact_earlier) | set(band_earlier)):
-            if prior_exact[i] != NO_MATCH:
-                kind[i], dup_of[i], jac[i] = EXACT, prior_gid[int(prior_exact[i])], 1.0
-                continue
-            j = next((j for j in exact_earlier.get(i, ()) if kind[j] == KEEP), None)
-            if j is not None:
-                kind[i], dup_of[i], jac[i] = EXACT, gids[j], 1.0
-                continue
-            if not near:
-                continue
-            # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
-            cands = [(prior_gid[d], prior_sig.get(d)) for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
-            cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
-            if cands:
-                kind[i], dup_of[i], jac[i] = self._near_match(stored[i], cands)
-        n_kept = self._insert(ordinal, kind == KEEP, gids, ek, keys, sigs if near else None)
-        record = encode_record(gids[kind == KEEP], np.asarray(hashes, np.uint64)[kind == KEEP],
-                               sigs[kind == KEEP] if near else None)
-        return Decision(kind, dup_of, jac, n_kept), record
+        todo = set(np.flatnonzero(has_prior).tolist()) | set(url_earlier) | set(exact_earlier) | set(band_earlier)
+        for i in sorted(todo):
+            for code, prior, earlier in ((URL, prior_url, url_earlier), (EXACT, prior_exact, exact_earlier)):
+                j = next((j for j in earlier.get(i, ()) if kind[j] == KEEP), None)
+                if prior[i] != NO_MATCH or j is not None:
+                    match = prior_gid[int(prior[i])] if prior[i] != NO_MATCH else gids[j]
+                    kind[i], dup_of[i], jac[i] = code, match, (1.0 if code == EXACT else np.nan)
+                    break
+            else:
+                if not near:
+                    continue
+                # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
+                cands = [(prior_gid[d], prior_sig.get(d))
+                         for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
+                cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
+                if cands:
+                    kind[i], dup_of[i], jac[i] = self._near_match(stored[i], cands)
+        keep = kind == KEEP
+        n_kept = self._insert(ordinal, keep, gids, ek, uk, keys, sigs if near else None)
+        record = IndexRecord(gids[keep], hashes[keep], sigs[keep] if near else None,
+                             None if urls is None else urls[keep])
+        return Decision(kind, dup_of, jac, n_kept), encode_record(record)
 
-    def _query(self, ek: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The indexed document (docno) each content key and each band key already names, or NO_MATCH."""
-        lay, n_sh = self.layout, self.layout.n_shards
+    def _query(self, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
+        (content and URL keys are both looked up in the exact table)."""
+        lay, n_sh, n = self.layout, self.layout.n_shards, keys.shape[0]
+        exact = np.concatenate([ek, uk])
         flat = keys.ravel()
-        e_route, b_route = lay.route(ek), lay.route(flat)
+        e_route, b_route = lay.route(exact), lay.route(flat)
         e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
         b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
-        answers = self.shards.query([(ek[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
-        prior_exact = np.full(keys.shape[0], NO_MATCH, np.uint64)
+        answers = self.shards.query([(exact[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
+        prior = np.full(exact.size, NO_MATCH, np.uint64)
         prior_band = np.full(flat.size, NO_MATCH, np.uint64)
         for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
-            prior_exact[e], prior_band[b] = ea, ba
-        return prior_exact, prior_band.reshape(keys.shape)
+            prior[e], prior_band[b] = ea, ba
+        none = np.full(n, NO_MATCH, np.uint64)
+        prior_exact = prior[: ek.size] if ek.size else none
+        prior_url = prior[ek.size :] if uk.size else none
+        return prior_exact, prior_url, prior_band.reshape(keys.shape)
 
     def _prior_documents(self, exact: np.ndarray, band: np.ndarray) -> tuple[dict[int, int], dict[int, np.ndarray]]:
         """The earlier documents named: their gids (for dup_of) and signatures (to verify), by docno."""
@@ -373,8 +420,8 @@ class Deduplicator:
             return NEAR, best_g, best_j
         return KEEP, NO_MATCH, 0.0
 
-    def _insert(self, ordinal: int, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, keys: np.ndarray,
-                sigs: np.ndarray | None) -> int:
+    def _insert(self, ordinal: int, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, uk: np.ndarray,
+                keys: np.ndarray, sigs: np.ndarray | None) -> int:
         """Number the kept documents and insert them into the shards; return how many."""
         lay = self.layout
         n_kept = int(keep.sum())
@@ -382,8 +429,11 @@ class Deduplicator:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
         docnos = self.next_docno + np.arange(n_kept, dtype=np.uint64)
         kg = gids[keep]
-        ke = ek[keep] if lay.exact else ek
-        ke_no = docnos if lay.exact else np.empty(0, np.uint64)
+        ke = ek[keep] if ek.size else ek
+        ku = uk[keep] if uk.size else uk
+        has_url = ku != NO_URL  # content keys, then the URL keys of documents that have a URL
+        ke_no = np.concatenate([docnos[: ke.size], docnos[: ku.size][has_url]])
+        ke = np.concatenate([ke, ku[has_url]])
         kflat = keys[keep].ravel()
         kflat_no = np.repeat(docnos, keys.shape[1])
         ksigs = sigs[keep] if sigs is not None else None

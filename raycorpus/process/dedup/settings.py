@@ -11,6 +11,8 @@ from raycorpus.process.dedup.minhash import PRESETS
 
 class DedupConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    url: bool = Field(True, description="drop documents whose normalised URL (lowercase scheme and host, no "
+                      "default port, fragment or tracking parameters) equals an earlier kept one's")
     exact: bool = Field(True, description="drop documents whose normalised text equals an earlier one's")
     near: bool = Field(True, description="MinHash-LSH near-duplicate detection")
     preset: Literal["fineweb", "recall"] = Field(
@@ -61,4 +63,4 @@ class DedupConfig(BaseModel):
 
     @property
     def enabled(self) -> bool:
-        return self.exact or self.near
+        return self.url or self.exact or self.near

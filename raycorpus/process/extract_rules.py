@@ -1,0 +1,106 @@
+"""Named, individually switchable extraction rules (beyond resiliparse's own main-content pass).
+
+Each rule is general web boilerplate knowledge, not a fit to test pages:
+
+- ``trim_head``: the run of short lines before the first paragraph-like line (menus, breadcrumbs,
+  dates, "5 min read") goes, but the last one (the title) stays.
+- ``fallback``: when main-content extraction keeps less than ``fallback_chars`` characters (the
+  heuristics missed the article: one-paragraph layouts, ``<br>``-only text), the whole page's text is
+  taken from its first to its last paragraph-like line instead (trafilatura's baseline fallback does
+  the like).
+- ``drop_calls_to_action``: in the second half of the text, short lines asking the reader to
+  subscribe, sign up, log in, follow or share (newsletter boxes, social prompts, paywall notes).
+
+Measured and left out (no gain on either reference set, or a loss on one, and slower): class / id
+vocabularies of trafilatura's ``OVERALL_DISCARD_XPATH`` as extra ``skip_selectors`` (navigation,
+share bars, ads, teasers, hidden blocks: resiliparse's own class regexes already catch them), and
+removing repeated short lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60]")
+_SENTENCE_END = re.compile(r"[.!?:;\"“”»«)\]。\uff01\uff1f」』]\s*$")
+
+
+def is_paragraph(line: str) -> bool:
+    """A paragraph-like line: long, or medium and ending like a sentence (CJK characters count double)."""
+    n = len(line) + len(_WIDE.findall(line))
+    return n >= 100 or (n >= 30 and _SENTENCE_END.search(line) is not None)
+
+
+def trim_head(text: str, keep: int = 1) -> str:
+    """Drop the short lines before the first paragraph-like line, but the last ``keep`` non-empty ones."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if is_paragraph(line.strip()):
+            break
+    else:
+        return text
+    kept: list[str] = []
+    for line in reversed(lines[:i]):
+        if len(kept) >= keep:
+            break
+        if line.strip():
+            kept.append(line)
+    return "\n".join([*reversed(kept), *lines[i:]])
+
+
+def paragraph_span(text: str) -> str:
+    """The text from its first to its last paragraph-like line ("" when there is none)."""
+    lines = text.split("\n")
+    idx = [i for i, line in enumerate(lines) if is_paragraph(line.strip())]
+    return "\n".join(lines[idx[0] : idx[-1] + 1]) if idx else ""
+
+
+_CALL_TO_ACTION = re.compile(
+    r"""newsletter|\b(?:subscribe|subscription|sign\s?up|log\s?in|register|abonnieren|abonnez|abónate|suscr[ií]b
+    |anmelden|einloggen|eingeloggt|registriert?)\b
+    |\b(?:follow|folge|folgen\ssie)\s(?:us|uns|me|mir)\b|síguenos|siguenos|suivez-nous|segue-nos|seguici
+    |\b(?:on|auf|en|in|sur|no|su)\s(?:facebook|twitter|instagram|telegram|whatsapp|linkedin|youtube|tiktok)\b
+    |\b(?:share|teilen|partager|compartir|compartilhe|condividi)\b[^?!]{0,40}[?!]""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def trie_pattern(words: list[str]) -> str:
+    """One regex alternation of ``words`` factored by common prefixes (Python's ``re`` tries every branch of
+    a flat alternation at every position; a factored one fails on the first character)."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(child) if ch else "" for ch, child in sorted(node.items())]
+        if len(branches) == 1:
+            return branches[0]
+        optional = "" in branches
+        alt = "(?:" + "|".join(b for b in branches if b) + ")"
+        return alt + "?" if optional else alt
+
+    return emit(trie)
+
+
+# a cheap test first: one of these words must be in the (lower-cased) line
+_CTA_WORDS = re.compile(trie_pattern(
+    ["newsletter", "subscri", "sign", "log", "regist", "abonn", "suscr", "anmeld", "einlogg", "eingelogg", "follow",
+     "folg", "síg", "sig", "suiv", "segu", "facebook", "twitter", "instagram", "telegram", "whatsapp", "linkedin",
+     "youtube", "tiktok", "share", "teilen", "partag", "compart", "condivid"]))
+
+
+def drop_calls_to_action(text: str, after: float = 0.5, max_len: int = 300) -> str:
+    """Drop lines shorter than ``max_len`` past ``after`` of the text that ask the reader to subscribe,
+    sign up, log in, follow or share (newsletter boxes, social prompts, paywall notes)."""
+    out: list[str] = []
+    pos, start = 0, after * len(text)
+    for line in text.split("\n"):
+        pos += len(line) + 1
+        if pos > start and len(line) < max_len and _CTA_WORDS.search(line.lower()) and _CALL_TO_ACTION.search(line):
+            continue
+        out.append(line)
+    return "\n".join(out)

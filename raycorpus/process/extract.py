@@ -70,8 +70,6 @@ _RESCUE_SELECTOR = ", ".join(
                   "facebook", "twitter", "syndication")
 )
 _RESCUE_MAX = 8  # rescued elements per page (a page full of them is not an article)
-# the rescue is tried only when the main text came out shorter (a dropped article leaves little text)
-_RESCUE_BELOW = 1000
 
 
 class ExtractConfig(BaseModel):
@@ -95,6 +93,9 @@ class ExtractConfig(BaseModel):
     cut_tail_at: float = Field(0.7, ge=0, le=1, description="a boilerplate heading after this share of the text "
                                                             "ends it (1: never); needs clean_lines")
     trim_tail: bool = Field(True, description="drop the short lines after the last paragraph-like line")
+    rescue_below_chars: int | None = Field(1000, ge=1, description="try the rescue only when the main text is "
+                                                                   "shorter (a dropped article leaves little text); "
+                                                                   "null: on every page (the output of before)")
     trim_head: bool = Field(True, description="drop the short lines before the first paragraph-like line but the "
                                               "last one (the title)")
     drop_calls_to_action: bool = Field(True, description="drop short lines in the second half of the text that ask "
@@ -117,6 +118,12 @@ class ExtractConfig(BaseModel):
             except Exception as e:
                 raise ValueError(f"skip_selectors: {selector!r} is not a CSS selector resiliparse can use ({e})") from e
         return selectors
+
+
+# the rules added with trim_head at the values that reproduce the output of before them: a config that sets them so
+# keeps its fingerprint (Config.fingerprint leaves these keys out), and an older output resumes
+RULES_OFF_AS_BEFORE = {"rescue_below_chars": None, "trim_head": False, "drop_calls_to_action": False,
+                    "fallback_chars": 0}
 
 
 class Extractor:
@@ -157,7 +164,8 @@ class Extractor:
                 return None, "too_deep"
             text = self._main_text(tree)
             main = self.cfg.main_content
-            if main and self.cfg.rescue_content and body is not None and len(text) < _RESCUE_BELOW and rescue(body):
+            if main and self.cfg.rescue_content and body is not None and self._short(text, self.cfg.rescue_below_chars) \
+                    and rescue(body):
                 text = self._main_text(tree)  # resiliparse took the article for a share widget: once more
             if main and len(text) < self.cfg.fallback_chars:
                 whole = extract_plain_text(tree, preserve_formatting=True, **{**self.options, "main_content": False})
@@ -167,6 +175,10 @@ class Extractor:
         if len(text) < self.min_chars:
             return None, "empty"
         return text, None
+
+    @staticmethod
+    def _short(text: str, below: int | None) -> bool:
+        return below is None or len(text) < below
 
     def _main_text(self, tree: HTMLTree) -> str:
         return self._clean(extract_plain_text(tree, preserve_formatting=True, **self.options))

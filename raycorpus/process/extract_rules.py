@@ -32,20 +32,19 @@ def is_paragraph(line: str) -> bool:
 
 
 def trim_head(text: str, keep: int = 1) -> str:
-    """Drop the short lines before the first paragraph-like line, but the last ``keep`` non-empty ones."""
+    """Drop the short lines before the first paragraph-like line, but the last ``keep`` non-empty ones (the
+    title); a text without a paragraph-like line is left as it is."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if is_paragraph(line.strip()):
             break
     else:
         return text
-    kept: list[str] = []
-    for line in reversed(lines[:i]):
-        if len(kept) >= keep:
-            break
-        if line.strip():
-            kept.append(line)
-    return "\n".join([*reversed(kept), *lines[i:]])
+    start, seen = i, 0
+    while start > 0 and seen < keep:  # back to the ``keep``-th non-empty line before it
+        start -= 1
+        seen += bool(lines[start].strip())
+    return "\n".join(lines[start:])
 
 
 def paragraph_span(text: str) -> str:
@@ -59,7 +58,7 @@ _CALL_TO_ACTION = re.compile(
     r"""newsletter|\b(?:subscribe|subscription|sign\s?up|log\s?in|register|abonnieren|abonnez|abónate|suscr[ií]b
     |anmelden|einloggen|eingeloggt|registriert?)\b
     |\b(?:follow|folge|folgen\ssie)\s(?:us|uns|me|mir)\b|síguenos|siguenos|suivez-nous|segue-nos|seguici
-    |\b(?:on|auf|en|in|sur|no|su)\s(?:facebook|twitter|instagram|telegram|whatsapp|linkedin|youtube|tiktok)\b
+    |\b(?:us|uns|nous|nos|me|mir)\s(?:on|auf|en|in|sur|no|su)\s(?:facebook|twitter|instagram|telegram|whatsapp|linkedin|youtube|tiktok)\b
     |\b(?:share|teilen|partager|compartir|compartilhe|condividi)\b[^?!]{0,40}[?!]""",
     re.IGNORECASE | re.VERBOSE,
 )

@@ -46,13 +46,14 @@ def ablation(extraction_dir: str | Path, cfg: ExtractConfig | None = None, *, ev
     return out
 
 
-def time_ratio(extraction_dir: str | Path, cfg: ExtractConfig | None = None, *, repeats: int = 3) -> dict[str, Any]:
+def time_ratio(extraction_dir: str | Path, cfg: ExtractConfig | None = None, *, repeats: int = 3,
+               every: int = 1) -> dict[str, Any]:
     """Seconds of bare ``extract_plain_text(main_content=True)`` and of the shipped stage over all pages of
     both sets, timed alternately page by page in each run; medians over ``repeats`` runs."""
     root = Path(extraction_dir)
-    htmls = [h for _, h, _ in load_trafilatura_eval(root / "trafilatura-eval")] \
+    htmls = [h for _, h, _ in load_trafilatura_eval(root / "trafilatura-eval", every)] \
         if (root / "trafilatura-eval").is_dir() else []
-    htmls += [h for _, h, _ in load_readability(root / "readability")] if (root / "readability").is_dir() else []
+    htmls += [h for _, h, _ in load_readability(root / "readability", every)] if (root / "readability").is_dir() else []
     fns = {"resiliparse": resiliparse_extract_fn(), "shipped": shipped_extract_fn(cfg)}
     runs: dict[str, list[float]] = {name: [] for name in fns}
     ratios = []

@@ -32,8 +32,8 @@ def is_paragraph(line: str) -> bool:
 
 
 def trim_head(text: str, keep: int = 1) -> str:
-    """Drop the short lines before the first paragraph-like line, but the last ``keep`` non-empty ones (the
-    title); a text without a paragraph-like line is left as it is."""
+    """Drop the short lines before the first paragraph-like line, but the last ``keep`` title-like ones (dates,
+    bylines and breadcrumbs are no title); a text without a paragraph-like line is left as it is."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if is_paragraph(line.strip()):
@@ -41,10 +41,22 @@ def trim_head(text: str, keep: int = 1) -> str:
     else:
         return text
     start, seen = i, 0
-    while start > 0 and seen < keep:  # back to the ``keep``-th non-empty line before it
+    while start > 0 and seen < keep:  # back to the ``keep``-th title-like line before it
         start -= 1
-        seen += bool(lines[start].strip())
-    return "\n".join(lines[start:])
+        seen += _title_like(lines[start])
+    if seen < keep:
+        return "\n".join(lines[i:])
+    return "\n".join([*(line for line in lines[start:i] if not line.strip() or _title_like(line)), *lines[i:]])
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _title_like(line: str) -> bool:
+    """A line that can be a title: two words or more, mostly letters, no ``|`` separators (not a date,
+    time, byline row or breadcrumb)."""
+    s = line.strip()
+    return len(s.split()) >= 2 and "|" not in s and len(_LETTER.findall(s)) >= 0.6 * len(s.replace(" ", ""))
 
 
 def paragraph_span(text: str) -> str:

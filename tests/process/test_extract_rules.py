@@ -22,8 +22,12 @@ def test_trim_head_drops_the_menu_run_but_keeps_the_title():
 
 
 def test_trim_head_on_text():
-    assert trim_head(f"Home\nNews\n\nTitle\n\n{TEXT}") == f"Title\n\n{TEXT}"
-    assert trim_head(f"Home\nTitle\n{TEXT}", keep=2) == f"Home\nTitle\n{TEXT}"
+    assert trim_head(f"Home\nNews\n\nBike lanes approved\n\n{TEXT}") == f"Bike lanes approved\n\n{TEXT}"
+    # a date, a byline row or a one-word crumb is no title: the title before it stays, they go
+    head = "News\n23.10.2018\n\nBike lanes approved\n12:30 | By Jane Doe | 5 min read\n\n"
+    assert trim_head(head + TEXT) == f"Bike lanes approved\n\n{TEXT}"
+    assert trim_head(f"Home\n23.10.2018\n{TEXT}") == TEXT
+    assert trim_head(f"Local news\nBike lanes approved\n{TEXT}", keep=2) == f"Local news\nBike lanes approved\n{TEXT}"
     assert trim_head("only\nshort\nlines") == "only\nshort\nlines"  # no paragraph: nothing to anchor on
     assert trim_head(TEXT) == TEXT
 

@@ -67,7 +67,7 @@ def paragraph_span(text: str) -> str:
 
 
 _CALL_TO_ACTION = re.compile(
-    r"""newsletter|\b(?:subscribe|subscription|sign\s?up|log\s?in|register|abonnieren|abonnez|abónate|suscr[ií]b
+    r"""newsletter|\b(?:subscribe|subscription|sign\x20?up|log\x20?in|register|abonnieren|abonnez|abónate|suscr[ií]b
     |anmelden|einloggen|eingeloggt|registriert?)\b
     |\b(?:follow|folge|folgen\ssie)\s(?:us|uns|me|mir)\b|síguenos|siguenos|suivez-nous|segue-nos|seguici
     |\b(?:us|uns|nous|nos|me|mir)\s(?:on|auf|en|in|sur|no|su)\s(?:facebook|twitter|instagram|telegram|whatsapp|linkedin|youtube|tiktok)\b
@@ -99,19 +99,19 @@ def trie_pattern(words: list[str]) -> str:
 
 # a cheap test first: one of these words must be in the (lower-cased) line
 _CTA_WORDS = re.compile(trie_pattern(
-    ["newsletter", "subscri", "sign", "log", "regist", "abonn", "suscr", "anmeld", "einlogg", "eingelogg", "follow",
-     "folg", "síg", "sig", "suiv", "segu", "facebook", "twitter", "instagram", "telegram", "whatsapp", "linkedin",
-     "youtube", "tiktok", "share", "teilen", "partag", "compart", "condivid"]))
+    ["newsletter", "subscri", "sign up", "signup", "log in", "login", "regist", "abonn", "abón", "suscr", "anmeld",
+     "einlogg", "eingelogg", "follow", "folge", "síguenos", "siguenos", "suivez", "segue-nos", "seguici", "facebook",
+     "twitter", "instagram", "telegram", "whatsapp", "linkedin", "youtube", "tiktok", "share", "teilen", "partager",
+     "compart", "condivid"]))
 
 
 def drop_calls_to_action(text: str, after: float = 0.5, max_len: int = 300) -> str:
     """Drop lines shorter than ``max_len`` past ``after`` of the text that ask the reader to subscribe,
     sign up, log in, follow or share (newsletter boxes, social prompts, paywall notes)."""
-    out: list[str] = []
-    pos, start = 0, after * len(text)
-    for line in text.split("\n"):
-        pos += len(line) + 1
-        if pos > start and len(line) < max_len and _CTA_WORDS.search(line.lower()) and _CALL_TO_ACTION.search(line):
-            continue
-        out.append(line)
-    return "\n".join(out)
+    cut = text.rfind("\n", 0, int(after * len(text))) + 1  # the tail: from the line holding that point on
+    tail = text[cut:]
+    if not _CTA_WORDS.search(tail.lower()):
+        return text  # (most texts: one search)
+    kept = [line for line in tail.split("\n")
+            if len(line) >= max_len or not _CTA_WORDS.search(line.lower()) or not _CALL_TO_ACTION.search(line)]
+    return text[:cut] + "\n".join(kept)

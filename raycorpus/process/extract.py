@@ -97,7 +97,7 @@ class ExtractConfig(BaseModel):
                                                                    "shorter (a dropped article leaves little text); "
                                                                    "null: on every page (the output of before)")
     trim_head: bool = Field(True, description="drop the short lines before the first paragraph-like line but the "
-                                              "last one (the title)")
+                                              "last title-like one")
     drop_calls_to_action: bool = Field(True, description="drop short lines in the second half of the text that ask "
                                                          "to subscribe, sign up, log in, follow or share")
     fallback_chars: int = Field(250, ge=0, description="main content shorter than this: take the whole page's text "

@@ -3,7 +3,8 @@
 Each rule is general web boilerplate knowledge, not a fit to test pages:
 
 - ``trim_head``: the run of short lines before the first paragraph-like line (menus, breadcrumbs,
-  dates, "5 min read") goes, but the last one (the title) stays.
+  dates, "5 min read") goes, but the last title-like one (two words or more, mostly letters, no
+  ``|``: not a date, byline row or crumb) stays.
 - ``fallback``: when main-content extraction keeps less than ``fallback_chars`` characters (the
   heuristics missed the article: one-paragraph layouts, ``<br>``-only text), the whole page's text is
   taken from its first to its last paragraph-like line instead (trafilatura's baseline fallback does

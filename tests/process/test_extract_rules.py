@@ -122,3 +122,18 @@ def test_shipped_keeps_more_of_the_readability_text_than_bare_on_short_pages():
         f_shipped += bow_prf(shipped(src), ref)[2]
         f_bare += bow_prf(bare(src), ref)[2]
     assert f_shipped >= f_bare
+
+
+def test_the_new_rules_change_the_fingerprint_and_switched_off_keep_the_old_one():
+    import yaml
+
+    from raycorpus.config import config_from_dict
+    from raycorpus.process.extract import RULES_OFF_AS_BEFORE
+    from tests.support.paths import REPO
+
+    raw = yaml.safe_load((REPO / "configs/demo.yaml").read_text())
+    old = {**raw, "extract": {**raw.get("extract", {}), **RULES_OFF_AS_BEFORE}}
+    without_keys = config_from_dict(old).model_dump(mode="json")
+    assert config_from_dict(raw).fingerprint() != config_from_dict(old).fingerprint()
+    # the old values are left out of the hash: the same fingerprint as a config of before these fields
+    assert all(without_keys["extract"][k] == v for k, v in RULES_OFF_AS_BEFORE.items())

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from raycorpus.ingest.storage import StorageConfig, is_remote, join_url
 from raycorpus.process.dedup.settings import DedupConfig
-from raycorpus.process.extract import ExtractConfig
+from raycorpus.process.extract import RULES_OFF_AS_BEFORE, ExtractConfig
 from raycorpus.process.filters.multilingual import defaults_apply
 from raycorpus.process.filters.registry import DEFAULT_CHAIN
 from raycorpus.process.filters.settings import FiltersConfig
@@ -190,6 +190,9 @@ class Config(_Model):
             d["dedup"].pop("url")
         if d["dedup"]["signature_bits"] == 32:  # before 0.2 the only choice: those outputs keep their fingerprint
             d["dedup"].pop("signature_bits")
+        for key, value in RULES_OFF_AS_BEFORE.items():  # extraction rules off: the output, and the fingerprint,
+            if d["extract"][key] == value:  # of before they existed
+                d["extract"].pop(key)
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         if d["filters"].get("langid", {}).get("backend") == "fasttext":  # the only backend before it was a

@@ -287,6 +287,10 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
     from raycorpus.cli.eval_languages import format_language_defaults
 
     lines += format_language_defaults(results.get("language_defaults"))
+    if "extraction-rules" in results:
+        from raycorpus.cli.extract_eval import format_rules_report
+
+        lines.append(format_rules_report(results["extraction-rules"]))
     d = results.get("decontam")
     if d:
         lines.append(f"decontam: {d['index_ngrams']:,} n-grams indexed in {d['index_build_seconds']} s; "
@@ -401,6 +405,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if Path(args.extraction).is_dir():
         results.update(evaluate_extraction(args.extraction, cfg, repeats=args.repeats,
                                                     trafilatura=args.trafilatura))
+        from raycorpus.cli.extract_eval import extraction_rules_report  # ablation and time ratio
+
+        results["extraction-rules"] = extraction_rules_report(args.extraction, cfg, repeats=args.repeats)
     else:
         err(f"no extraction test sets at {args.extraction} (--extraction DIR); skipping extraction")
     if Path(args.langid).is_file():

@@ -2,14 +2,19 @@
 
 1. Parse. A page nested deeper than ``max_depth`` is dropped (resiliparse's main-content pass
    is quadratic in nesting depth: 50,000 nested divs take 30 s).
-2. Rescue: an element whose class resiliparse mistakes for a share / social widget but that
-   holds several paragraphs (``<div class="entry share">``) loses that class.
-3. resiliparse ``extract_plain_text`` with main-content heuristics, also skipping the elements
+2. resiliparse ``extract_plain_text`` with main-content heuristics, also skipping the elements
    matched by ``skip_selectors`` (comment forms, author boxes, related posts, newsletter and
    cookie boxes ...), in C.
-4. Line cleaner: boilerplate headings ("Related posts", "Kommentare", "Teilen") and lines
-   ("Read more: ...", "© ...", "Foto: ...") are dropped; such a heading in the last part of the
-   text ends it; the run of short lines after the last paragraph (tags, links, buttons) goes.
+3. Line rules (each switchable, see :mod:`raycorpus.process.extract_rules`): boilerplate headings
+   ("Related posts", "Kommentare", "Teilen") and lines ("Read more: ...", "© ...", "Foto: ...") are
+   dropped, such a heading in the last part of the text ends it; the short lines after the last
+   paragraph (tags, links, buttons) and before the first one but the title (menus, breadcrumbs,
+   dates) go; calls to subscribe / follow / share in the second half go.
+4. Rescue: when the text came out short, an element whose class resiliparse mistakes for a share /
+   social widget but that holds several paragraphs (``<div class="entry share">``) loses that class
+   and 2-3 run once more.
+5. Fallback: when the text is still shorter than ``fallback_chars``, the whole page's text (same
+   skips and line rules) from its first to its last paragraph-like line is taken if it is longer.
 
 A page is given ``timeout_seconds`` (a SIGALRM timer, where extraction runs in the main thread
 as in a Ray actor): past it the page is dropped as ``timeout``. resiliparse holds the GIL, so
@@ -35,6 +40,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import DOMNode, HTMLTree
 
 from raycorpus.ingest.warc import HtmlRecord
+from raycorpus.process.extract_rules import drop_calls_to_action, is_paragraph, paragraph_span, trim_head
 
 # an element holding three sibling paragraphs is an article container, whatever its class says
 _NOT_ARTICLE = ":not(:has(p ~ p ~ p))"
@@ -87,6 +93,15 @@ class ExtractConfig(BaseModel):
     cut_tail_at: float = Field(0.7, ge=0, le=1, description="a boilerplate heading after this share of the text "
                                                             "ends it (1: never); needs clean_lines")
     trim_tail: bool = Field(True, description="drop the short lines after the last paragraph-like line")
+    rescue_below_chars: int | None = Field(1000, ge=1, description="try the rescue only when the main text is "
+                                                                   "shorter (a dropped article leaves little text); "
+                                                                   "null: on every page (the output of before)")
+    trim_head: bool = Field(True, description="drop the short lines before the first paragraph-like line but the "
+                                              "last title-like one")
+    drop_calls_to_action: bool = Field(True, description="drop short lines in the second half of the text that ask "
+                                                         "to subscribe, sign up, log in, follow or share")
+    fallback_chars: int = Field(250, ge=0, description="main content shorter than this: take the whole page's text "
+                                                       "from its first to its last paragraph instead (0: never)")
     max_depth: int = Field(256, ge=8, description="drop pages whose DOM is nested deeper (reason too_deep)")
     min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
     timeout_seconds: float = Field(10.0, gt=0, description="drop a page whose extraction takes longer (reason "
@@ -103,6 +118,12 @@ class ExtractConfig(BaseModel):
             except Exception as e:
                 raise ValueError(f"skip_selectors: {selector!r} is not a CSS selector resiliparse can use ({e})") from e
         return selectors
+
+
+# the rules added with trim_head at the values that reproduce the output of before them: a config that sets them so
+# keeps its fingerprint (Config.fingerprint leaves these keys out), and an older output resumes
+RULES_OFF_AS_BEFORE = {"rescue_below_chars": None, "trim_head": False, "drop_calls_to_action": False,
+                    "fallback_chars": 0}
 
 
 class Extractor:
@@ -139,22 +160,40 @@ class Extractor:
         try:
             tree = HTMLTree.parse(rec.html)
             body = tree.body
-            if body is not None:
-                if body.query_selector(self.depth_selector) is not None:
-                    return None, "too_deep"
-                if self.cfg.rescue_content and self.cfg.main_content:
-                    rescue(body)
-            text = extract_plain_text(tree, preserve_formatting=True, **self.options)
+            if body is not None and body.query_selector(self.depth_selector) is not None:
+                return None, "too_deep"
+            text = self._main_text(tree)
+            main = self.cfg.main_content
+            if main and self.cfg.rescue_content and body is not None and self._short(text, self.cfg.rescue_below_chars) \
+                    and rescue(body):
+                text = self._main_text(tree)  # resiliparse took the article for a share widget: once more
+            if main and len(text) < self.cfg.fallback_chars:
+                whole = extract_plain_text(tree, preserve_formatting=True, **{**self.options, "main_content": False})
+                text = max(text, paragraph_span(self._clean(whole)), key=len)
         except Exception as e:  # a page that breaks the parser is one dropped document
             return None, f"error:{type(e).__name__}"
+        if len(text) < self.min_chars:
+            return None, "empty"
+        return text, None
+
+    @staticmethod
+    def _short(text: str, below: int | None) -> bool:
+        return below is None or len(text) < below
+
+    def _main_text(self, tree: HTMLTree) -> str:
+        return self._clean(extract_plain_text(tree, preserve_formatting=True, **self.options))
+
+    def _clean(self, text: str) -> str:
+        """The line rules that are switched on, in order."""
         if self.cfg.clean_lines:
             text = clean_lines(text, self.cfg.cut_tail_at)
         if self.cfg.trim_tail:
             text = trim_tail(text)
-        text = text.strip()
-        if len(text) < self.min_chars:
-            return None, "empty"
-        return text, None
+        if self.cfg.trim_head:
+            text = trim_head(text)
+        if self.cfg.drop_calls_to_action:
+            text = drop_calls_to_action(text)
+        return text.strip()
 
 
 class ExtractTimeout(BaseException):
@@ -182,11 +221,14 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def rescue(body: DOMNode) -> None:
-    """Clear the class of multi-paragraph blocks that resiliparse would drop as social widgets."""
+def rescue(body: DOMNode) -> int:
+    """Clear the class of multi-paragraph blocks that resiliparse would drop as social widgets; return how
+    many were cleared."""
     found = body.query_selector_all(_RESCUE_SELECTOR)
-    for i in range(min(len(found), _RESCUE_MAX)):  # indexing a collection is O(len): keep it short
+    n = min(len(found), _RESCUE_MAX)
+    for i in range(n):  # indexing a collection is O(len): keep it short
         found[i].setattr("class", "")
+    return n
 
 
 _HEADING_PHRASES = r"""
@@ -249,20 +291,10 @@ def clean_lines(text: str, cut_tail_at: float = 1.0) -> str:
     return _BLANK_RUN.sub("\n\n", "\n".join(out))  # no gap of empty lines where lines went
 
 
-_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60]")
-_SENTENCE_END = re.compile(r"[.!?:;\"“”»«)\]。\uff01\uff1f」』]\s*$")
-
-
-def _is_paragraph(line: str) -> bool:
-    """A paragraph-like line: long, or medium and ending like a sentence (CJK characters count double)."""
-    n = len(line) + len(_WIDE.findall(line))
-    return n >= 100 or (n >= 30 and _SENTENCE_END.search(line) is not None)
-
-
 def trim_tail(text: str) -> str:
     """Drop the short lines after the last paragraph-like line (tag lists, link rows, buttons)."""
     lines = text.split("\n")
     for i in range(len(lines) - 1, -1, -1):
-        if _is_paragraph(lines[i].strip()):
+        if is_paragraph(lines[i].strip()):
             return "\n".join(lines[: i + 1])
     return text

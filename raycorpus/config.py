@@ -182,6 +182,14 @@ class Config(_Model):
             d["dedup"].pop(key)
         if d["dedup"]["signature_bits"] == 32:  # before 0.2 the only choice: those outputs keep their fingerprint
             d["dedup"].pop("signature_bits")
+        if d["dedup"]["verify_sketch"] == "minhash":  # the only choice before verify_sketch: the same fingerprint
+            d["dedup"].pop("verify_sketch")
+        else:
+            d["dedup"].pop("signature_bits", None)  # the OPH sketch does not use it
+        if not d["dedup"]["verify_margin"]:  # likewise: 0 decides as before verify_margin
+            d["dedup"].pop("verify_margin")
+        if not d["dedup"]["index_duplicates"]:  # likewise: only kept documents were indexed before
+            d["dedup"].pop("index_duplicates")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]

@@ -36,6 +36,7 @@ from raycorpus import counts as ck
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.sketch import OPH_BINS, OPH_BITS, OphSketch
 
 _MAX_DOCNO = 2**32 - 2  # table values are uint32 (2**32 - 1 is reserved)
 GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 k records)
@@ -43,6 +44,7 @@ DEDUP_DIR = "dedup"
 
 KEEP, EXACT, NEAR = 0, 1, 2
 KINDS = {EXACT: "exact", NEAR: "near"}
+OPH = OphSketch(OPH_BINS, OPH_BITS)  # estimates only: the seed does not matter here
 
 
 def make_gids(ordinal: int, n: int) -> np.ndarray:
@@ -72,21 +74,34 @@ class Layout:
     bands: int
     rows: int
     sig_bits: int = 32  # bits of each MinHash value kept for verification (b-bit MinHash)
+    num_perm: int = 112  # MinHash values of a signature row; with ``sketch``, the OPH sketch follows them
+    sketch: bool = False  # verify by the OPH sketch (raycorpus.process.dedup.sketch) instead of the MinHash values
+    index_dups: bool = False  # near duplicates are indexed too
+    margin: float = 0.0  # a candidate is a duplicate at estimated Jaccard >= threshold + margin
 
     @classmethod
     def from_config(cls, cfg: DedupConfig, n_shards: int) -> Layout:
         b, r = cfg.bands_rows
-        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits)
+        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits, cfg.num_perm,
+                   cfg.verify_sketch == "oph", cfg.near and cfg.index_duplicates, cfg.verify_margin)
 
     def stored(self, sigs: np.ndarray) -> np.ndarray:
-        """Signatures as verification keeps them: their low ``sig_bits`` bits."""
+        """Signatures as verification keeps them: the OPH sketch, or the low ``sig_bits`` bits of the values."""
+        if self.sketch:
+            if sigs.shape[-1] != self.num_perm + OPH.words:
+                raise ValueError(f"signature rows of {sigs.shape[-1]} values: verify_sketch oph needs "
+                                 f"{self.num_perm} MinHash values and {OPH.words} sketch words")
+            return np.array(sigs[..., self.num_perm :], np.uint32)
+        sigs = np.asarray(sigs)[..., : self.num_perm]
         if self.sig_bits == 16:
-            return (np.asarray(sigs) & np.uint32(0xFFFF)).astype(np.uint16)
+            return (sigs & np.uint32(0xFFFF)).astype(np.uint16)
         return np.asarray(sigs, np.uint32)
 
     def estimate(self, a: np.ndarray, b: np.ndarray) -> float:
         """Jaccard estimated from two stored signatures; with b bits, unrelated values agree with
         probability 2**-b, which is taken out: (matches - 2**-b) / (1 - 2**-b)."""
+        if self.sketch:
+            return OPH.estimate(a, b)
         m = float(np.count_nonzero(a == b)) / a.shape[-1]
         chance = 2.0 ** -self.sig_bits
         return max(0.0, (m - chance) / (1.0 - chance))
@@ -253,7 +268,7 @@ class Decision:
     kind: np.ndarray  # uint8: KEEP, EXACT or NEAR
     dup_of: np.ndarray  # uint64 gid of the earlier document it duplicates (NO_MATCH if kept)
     jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, 0 if kept)
-    indexed: int  # documents added to the index (the kept ones)
+    indexed: int  # documents added to the index (the kept ones; with index_dups, the near duplicates too)
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
 
     @property
@@ -315,21 +330,25 @@ class Deduplicator:
             if prior_exact[i] != NO_MATCH:
                 kind[i], dup_of[i], jac[i] = EXACT, prior_gid[int(prior_exact[i])], 1.0
                 continue
-            j = next((j for j in exact_earlier.get(i, ()) if kind[j] == KEEP), None)
+            j = next((j for j in exact_earlier.get(i, ()) if self._indexed(kind[j])), None)
             if j is not None:
                 kind[i], dup_of[i], jac[i] = EXACT, gids[j], 1.0
                 continue
             if not near:
                 continue
-            # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
+            # candidates in commit order: indexed documents first, then earlier indexed ones of this WARC
             cands = [(prior_gid[d], prior_sig.get(d)) for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
-            cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
+            cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if self._indexed(kind[j])]
             if cands:
                 kind[i], dup_of[i], jac[i] = self._near_match(stored[i], cands)
-        n_kept = self._insert(ordinal, kind == KEEP, gids, ek, keys, sigs if near else None)
-        record = encode_record(gids[kind == KEEP], np.asarray(hashes, np.uint64)[kind == KEEP],
-                               sigs[kind == KEEP] if near else None)
+        index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
+        n_kept = self._insert(ordinal, index, gids, ek, keys, sigs if near else None)
+        record = encode_record(gids[index], np.asarray(hashes, np.uint64)[index], sigs[index] if near else None)
         return Decision(kind, dup_of, jac, n_kept), record
+
+    def _indexed(self, kind: int) -> bool:
+        """A document of this kind is in the index (a candidate for the later ones)."""
+        return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
     def _query(self, ek: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The indexed document (docno) each content key and each band key already names, or NO_MATCH."""
@@ -369,7 +388,7 @@ class Deduplicator:
             est = self.layout.estimate(sg, sig)
             if est > best_j:
                 best_j, best_g = est, g
-        if best_j >= self.threshold:
+        if best_j >= self.threshold + self.layout.margin:
             return NEAR, best_g, best_j
         return KEEP, NO_MATCH, 0.0
 

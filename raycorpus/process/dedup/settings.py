@@ -28,6 +28,17 @@ class DedupConfig(BaseModel):
     signature_bits: Literal[16, 32] = Field(
         16, description="bits of each MinHash value the index keeps to verify candidates (b-bit MinHash: 16 gives "
         "the precision and recall of 32 on the labelled set, at half the memory)")
+    verify_sketch: Literal["minhash", "oph"] = Field(
+        "oph", description="what the index keeps to verify candidates: 'oph' = 1792 one-permutation-hashing "
+        "samples of 1 bit (224 B, the memory of 112 x 16 bits; a third of the estimate's noise at J = 0.8), "
+        "'minhash' = signature_bits of each of the num_perm MinHash values")
+    verify_margin: float = Field(
+        0.01, ge=0, le=0.2, description="a candidate is a duplicate when its estimated Jaccard >= threshold + "
+        "verify_margin: the estimate's noise near the threshold costs precision more than recall (0.01 gives P "
+        ">= 0.99 at R >= 0.95 on the near-duplicate set of `raycorpus eval`)")
+    index_duplicates: bool = Field(
+        True, description="near duplicates are indexed too, so a later copy is found through any earlier copy "
+        "(a document similar to a dropped version of a page, not to the kept one, is still a duplicate)")
     shards: int | None = Field(
         None, ge=1, le=4096, description="LSH shard actors (default: one per 16 cluster CPUs); not part of the output"
     )

@@ -84,6 +84,11 @@ TAGGED = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"pa
 }}
 
 
+# the same configs' fingerprints with 16-bit MinHash verification (the default before the OPH sketch)
+FINGERPRINTS_16_BITS = {"c37f865cb42557e9": "4be0e95d94b94150", "fd3c321360727956": "24d2d3ad570b3b5b",
+                        "5caaa300316c3154": "58f2b71c530f2f99"}
+
+
 @pytest.mark.parametrize("source, fingerprint", [
     ("configs/demo.yaml", "c37f865cb42557e9"),
     ("configs/cc-main-2025-33.yaml", "fd3c321360727956"),
@@ -97,9 +102,15 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     raw = yaml.safe_load((REPO / source).read_text()) if isinstance(source, str) else source
     # 0.2 verifies near duplicates with 16-bit signatures (a deliberate output change, so a new fingerprint);
     # with the 32 bits of before, an output built then keeps its fingerprint and resumes
-    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32}}
+    # the OPH verification sketch, indexed near duplicates and the verify margin change the output again;
+    # verify_sketch: minhash, index_duplicates: false, verify_margin: 0 decide as before and keep the fingerprint
+    before_oph = {"verify_sketch": "minhash", "index_duplicates": False, "verify_margin": 0}
+    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32, **before_oph}}
     assert config_from_dict(old).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
     assert config_from_dict(raw).fingerprint() != fingerprint
+    sixteen = {**raw, "dedup": {**raw.get("dedup", {}), **before_oph}}  # 0.2's defaults
+    assert config_from_dict(sixteen).fingerprint() == FINGERPRINTS_16_BITS[fingerprint]
+    assert config_from_dict(raw).fingerprint() != FINGERPRINTS_16_BITS[fingerprint]
     from raycorpus.process.filters import DEFAULT_CHAIN
 
     explicit = {**old, "filters": {**raw.get("filters", {}), "chain": list(DEFAULT_CHAIN)}}

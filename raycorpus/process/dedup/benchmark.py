@@ -310,17 +310,20 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dic
     from raycorpus.process.dedup.index import Deduplicator, Layout
     from raycorpus.process.dedup.settings import DedupConfig
 
+    from raycorpus.process.dedup.sketch import Signer
+
     cfg = DedupConfig()
+    width = Signer(cfg.num_perm, sketch=cfg.verify_sketch == "oph").width  # MinHash values, then the sketch
     rows = []
     for n_docs in scales:
         rng = np.random.default_rng(n_docs)
-        sigs = rng.integers(0, 2**32, (n_docs, cfg.num_perm), dtype=np.uint64).astype(np.uint32)
+        sigs = rng.integers(0, 2**32, (n_docs, width), dtype=np.uint64).astype(np.uint32)
         is_dup = rng.random(n_docs) < dup_rate
         is_dup[0] = False
         dup = np.flatnonzero(is_dup)
         originals = np.flatnonzero(~is_dup)
         src = originals[(rng.random(dup.size) * np.searchsorted(originals, dup)).astype(np.int64)]  # earlier
-        noise = rng.random((dup.size, cfg.num_perm)) < 0.1  # ~0.9 estimated Jaccard
+        noise = rng.random((dup.size, width)) < 0.1  # ~0.9 estimated Jaccard
         sigs[dup] = np.where(noise, sigs[dup] ^ np.uint32(1), sigs[src])
         hashes = rng.integers(1, 2**63, n_docs, dtype=np.uint64)
 
@@ -338,9 +341,10 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dic
 
             seconds, (shards, dropped) = _timed(run_once, max(1, runs if n_docs <= 100_000 else 1))
             st = shards.shards[0].stats()
-            kept = n_docs - dropped
+            kept = st["documents"]  # indexed: the kept ones, and with index_duplicates the near copies too
             rows.append({
                 "docs": n_docs,
+                "indexed": kept,
                 "start": "presized" if presized else "empty",
                 "found": round(dropped / max(1, dup.size), 4),
                 "decide_docs_per_s": round(n_docs / seconds),
@@ -401,7 +405,7 @@ def format_report(report: dict) -> str:
             "",
             f"Deduplicator.decide (query, verify, insert; one LSH shard in-process), batches of {BATCH_DOCS}, "
             "synthetic signatures, 20% copy an earlier one with 10% of values changed; shard_docs_per_s = the "
-            "shard's share (an LSH shard actor's work); store = gid + 112 x uint32 signature per document:",
+            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 224 B) per indexed document:",
             _table(report["index"], ["docs", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
                                      "table_B_per_doc", "store_B_per_doc"]),
             "",

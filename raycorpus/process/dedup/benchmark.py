@@ -230,19 +230,26 @@ def _estimate_bits(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
 J_BINS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0001)
 
 
+def labelled_pairs(docs: list[str], group: np.ndarray, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, exact Jaccard): every pair within a family and every pair sharing a 2-row band.
+
+    Every pair sharing a fineweb (8-row) or recall (5-row) band shares an aligned 2-row band,
+    so the 56 x 2 candidates hold all pairs any preset predicts, and all with J >= 0.8 but
+    for ~(1 - 0.8**2)**56 = 1e-25 of them."""
+    within = np.stack(np.triu_indices(FAMILY, 1), axis=1)
+    within = (within[None] + FAMILY * np.arange(group[-1] + 1)[:, None, None]).reshape(-1, 2)
+    pairs = np.unique(np.concatenate([_candidate_pairs(band_keys(sigs, 56, 2)), within]), axis=0)
+    sets = [_shingle_set(d) for d in docs]
+    exact = np.array([len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j])) for i, j in pairs])
+    return pairs, exact
+
+
 def bench_accuracy(texts: list[str], seed: int = 0) -> dict:
     """Pairwise and online precision/recall of each preset, with and without verification."""
     docs, group = build_labelled_docs(texts, seed)
     sigs = MinHasher(num_perm=max(v for _, v, _ in CONFIGS)).signatures(docs)  # its first 112 = MinHasher()'s
-    # Every pair sharing a fineweb (8-row) or recall (5-row) band shares an aligned 2-row band,
-    # so the 56 x 2 candidates hold all pairs any preset predicts, and all with J >= 0.8 but
-    # for ~(1 - 0.8**2)**56 = 1e-25 of them.
-    within = np.stack(np.triu_indices(FAMILY, 1), axis=1)
-    within = (within[None] + FAMILY * np.arange(group[-1] + 1)[:, None, None]).reshape(-1, 2)
-    pairs = np.unique(np.concatenate([_candidate_pairs(band_keys(sigs, 56, 2)), within]), axis=0)
+    pairs, exact = labelled_pairs(docs, group, sigs)
     first, second = pairs[:, 0], pairs[:, 1]
-    sets = [_shingle_set(d) for d in docs]
-    exact = np.array([len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j])) for i, j in pairs])
     truth = exact >= THRESHOLD
     clear = np.abs(exact - THRESHOLD) >= 0.05
     j_bin = np.digitize(exact, J_BINS) - 1

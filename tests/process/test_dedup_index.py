@@ -18,8 +18,8 @@ from raycorpus.process.dedup.index import (
     split_gid,
 )
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
-from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.pipeline import content_hash
 
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))

@@ -316,7 +316,6 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2) -> list[dic
     """Deduplicator (one in-process LshShard) over synthetic signatures in WARC-sized batches."""
     from raycorpus.process.dedup.index import Deduplicator, Layout
     from raycorpus.process.dedup.settings import DedupConfig
-
     from raycorpus.process.dedup.sketch import Signer
 
     cfg = DedupConfig()
@@ -412,8 +411,9 @@ def format_report(report: dict) -> str:
             "",
             f"Deduplicator.decide (query, verify, insert; one LSH shard in-process), batches of {BATCH_DOCS}, "
             "synthetic signatures, 20% copy an earlier one with 10% of values changed; shard_docs_per_s = the "
-            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 224 B) per indexed document:",
-            _table(report["index"], ["docs", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
+            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 224 B) "
+            "per indexed document:",
+            _table(report["index"], ["docs", "indexed", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
                                      "table_B_per_doc", "store_B_per_doc"]),
             "",
             "P(candidate | J) = 1 - (1 - J^r)^b:",

@@ -16,10 +16,13 @@ its WARC. Signatures are kept as their low 32 bits (``uint32``; two different
 values agree with probability 2**-32), and band keys are computed from those, so the
 durable record of a committed WARC (:func:`encode_record`, ``dedup/NNNNNNNNN.npz``) is
 gids + hashes + 32-bit signatures, and any shard can be rebuilt from the records of the
-committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps only the low
-``signature_bits`` (16 by default) of each value of the documents it owns (b-bit MinHash, with the
-chance agreement of 2**-b taken out of the estimate): half the memory of 32 bits, the same
-precision and recall on the labelled set.
+committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps for each document
+it owns the OPH sketch that follows the MinHash values in the row (``verify_sketch: oph``, the default:
+1792 one-bit samples, 224 bytes, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
+minhash`` the low ``signature_bits`` of each MinHash value (b-bit MinHash, the chance agreement of 2**-b
+taken out of the estimate). A candidate is a duplicate at estimated Jaccard >= threshold +
+``verify_margin``. With ``index_duplicates`` (the default) the near duplicates are indexed (and
+recorded) too, so a later copy is found through whichever earlier version it resembles.
 """
 
 from __future__ import annotations

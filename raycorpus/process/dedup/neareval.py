@@ -37,9 +37,9 @@ def _signer(cfg: DedupConfig) -> Signer:
     return Signer(cfg.num_perm, cfg.ngram, cfg.seed, cfg.verify_sketch == "oph")
 
 
-def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2) -> dict:
-    """The index's decisions on the set in order, scored per document."""
-    rows = _signer(cfg).signatures(ns.texts)
+def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2, rows: np.ndarray | None = None) -> dict:
+    """The index's decisions on the set in order, scored per document (``rows``: the texts' signature rows)."""
+    rows = _signer(cfg).signatures(ns.texts) if rows is None else rows
     cfg = cfg.model_copy(update={"exact": False})  # the set has no exact copies; near dedup alone decides
     layout = Layout.from_config(cfg, n_shards)
     dd = Deduplicator(layout, cfg.threshold, LocalShards(layout))
@@ -53,13 +53,21 @@ def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2) -> 
             **_scores(np.concatenate(flagged), ns.true_duplicate)}
 
 
-def pairwise_hard(texts: list[str], cfg: DedupConfig) -> dict:
-    """Pairwise precision/recall on the benchmark's hard set with the index's bands and verification."""
-    from raycorpus.process.dedup.benchmark import THRESHOLD, build_labelled_docs, labelled_pairs
+def hard_set(texts: list[str], cfg: DedupConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The benchmark's hard set: (signature rows, labelled pairs, their exact Jaccard)."""
+    from raycorpus.process.dedup.benchmark import build_labelled_docs, labelled_pairs
 
     docs, group = build_labelled_docs(texts)
     rows = _signer(cfg).signatures(docs)
     pairs, exact = labelled_pairs(docs, group, rows[:, : cfg.num_perm].astype(np.uint64))
+    return rows, pairs, exact
+
+
+def pairwise_hard(hard: tuple[np.ndarray, np.ndarray, np.ndarray], cfg: DedupConfig) -> dict:
+    """Pairwise precision/recall on the hard set (:func:`hard_set`) with the index's bands and verification."""
+    from raycorpus.process.dedup.benchmark import THRESHOLD
+
+    rows, pairs, exact = hard
     layout = Layout.from_config(cfg, 1)
     a, b = pairs[:, 0], pairs[:, 1]
     keys = layout.keys(rows[:, : cfg.num_perm])
@@ -67,7 +75,7 @@ def pairwise_hard(texts: list[str], cfg: DedupConfig) -> dict:
     stored = layout.stored(rows)
     est = np.array([layout.estimate(stored[i], stored[j]) for i, j in pairs])
     predicted = shared & (est >= cfg.threshold + layout.margin)
-    return {"docs": len(docs), "pairs": len(pairs), **_scores(predicted, exact >= THRESHOLD)}
+    return {"docs": len(rows), "pairs": len(pairs), **_scores(predicted, exact >= THRESHOLD)}
 
 
 def bytes_per_doc(n_docs: int = 200_000) -> dict:
@@ -88,7 +96,7 @@ def evaluate_near_dedup(extraction_dir: str | Path, cfg: DedupConfig | None = No
     ns = nearset.build(Path(extraction_dir))
     return {
         "near_set": {**document_level(ns, cfg), "skipped_extractors": ns.skipped},
-        "hard_set_pairwise": pairwise_hard(load_texts(Path(extraction_dir) / "trafilatura-eval"), cfg),
+        "hard_set_pairwise": pairwise_hard(hard_set(load_texts(Path(extraction_dir) / "trafilatura-eval"), cfg), cfg),
         "bytes_per_indexed_doc": bytes_per_doc(),
     }
 

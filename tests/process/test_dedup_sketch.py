@@ -143,3 +143,21 @@ def test_a_copy_of_a_dropped_version_is_found_through_it():
         dd = Deduplicator(layout, cfg.threshold, LocalShards(layout))
         kinds = [int(dd.decide(o, hashes[o : o + 1], rows[o : o + 1])[0].kind[0]) for o in range(3)]
         assert kinds == want
+
+
+def test_near_duplicate_set_of_real_pages():
+    """Versions of real pages from several extractors, with exact Jaccard; every 40th page."""
+    from raycorpus.process.dedup import nearset
+
+    ns = nearset.build(need_shared(SHARED / "data" / "extraction"), every=40)
+    assert len(set(ns.extractor)) >= 5 and len(ns.texts) > 60
+    assert (ns.pairs[:, 0] < ns.pairs[:, 1]).all()  # (earlier, later) in the set's order
+    mh = MinHasher()
+    i, j = ns.pairs[np.argmin(np.abs(ns.jaccard - 0.8))]
+    a, b = set(mh.shingle_hashes(ns.texts[i]).tolist()), set(mh.shingle_hashes(ns.texts[j]).tolist())
+    assert ns.jaccard[np.argmin(np.abs(ns.jaccard - 0.8))] == len(a & b) / len(a | b)
+    truth = ns.true_duplicate
+    assert 0.2 < truth.mean() < 0.8  # versions of one page are often, not always, near duplicates
+    assert truth[ns.pairs[ns.jaccard >= 0.8, 1]].all() and not truth[0]
+    assert nearset.clean_lines("Home | News\nThis line has at least six words in it.") == \
+        "This line has at least six words in it."

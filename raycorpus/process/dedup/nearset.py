@@ -68,7 +68,6 @@ def extractors() -> tuple[dict[str, Extract], dict[str, str]]:
     main, whole = _resiliparse(main_content=True), _resiliparse(main_content=False)
     found: dict[str, Extract | None] = {
         "resiliparse-main": main,
-        "resiliparse-main-plain": _resiliparse(main_content=True, preserve_formatting=False, list_bullets=False),
         "resiliparse-main-alt": _resiliparse(main_content=True, alt_texts=True, links=True, form_fields=True,
                                              noscript=True, comments=False),
         "resiliparse-whole": whole,

@@ -23,9 +23,9 @@ from pathlib import Path
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
 TABLE_BYTES_PER_DOC = 290  # measured 241-310 at 14 bands (uint32 values, load 0.53-0.8)
-STORE_BYTES_PER_DOC = 232  # id + the 224-byte OPH sketch (1792 x 1 bit), as 112 x 16-bit values were (8 verify off)
-SEGMENT_BYTES_PER_DOC = 416  # a shard's files: 15 keys x (8 + 4) + docno 4 + id 8 + 224 (sketch)
-RECORD_BYTES_PER_DOC = 688  # the per-WARC dedup record: id 8 + hash 8 + 112 x 4 + 224 (sketch)
+STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (1536 x 1 bit; 8 with verify off)
+SEGMENT_BYTES_PER_DOC = 384  # a shard's files: 15 keys x (8 + 4) + docno 4 + id 8 + 192 (sketch)
+RECORD_BYTES_PER_DOC = 656  # the per-WARC dedup record: id 8 + hash 8 + 112 x 4 + 192 (sketch)
 # indexed documents: the kept ones and (dedup.index_duplicates, the default) the near duplicates
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 

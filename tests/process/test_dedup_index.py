@@ -167,7 +167,7 @@ def test_record_holds_only_the_kept_documents(mh):
     dec, record = _dedup().decide(7, *_batch(mh, [a, a, _text(rng, 200)]))
     gids, hashes, sigs = decode_record(record)
     assert [split_gid(g) for g in gids] == [(7, 0), (7, 2)] and dec.indexed == 2
-    assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112 + 56) and sigs.dtype == np.uint32
+    assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112 + 48) and sigs.dtype == np.uint32
 
 
 def test_document_store_refuses_unknown_documents_and_out_of_order_inserts():

@@ -411,7 +411,7 @@ def format_report(report: dict) -> str:
             "",
             f"Deduplicator.decide (query, verify, insert; one LSH shard in-process), batches of {BATCH_DOCS}, "
             "synthetic signatures, 20% copy an earlier one with 10% of values changed; shard_docs_per_s = the "
-            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 224 B) "
+            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 192 B) "
             "per indexed document:",
             _table(report["index"], ["docs", "indexed", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
                                      "table_B_per_doc", "store_B_per_doc"]),

@@ -18,7 +18,7 @@ durable record of a committed WARC (:func:`encode_record`, ``dedup/NNNNNNNNN.npz
 gids + hashes + 32-bit signatures, and any shard can be rebuilt from the records of the
 committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps for each document
 it owns the OPH sketch that follows the MinHash values in the row (``verify_sketch: oph``, the default:
-1792 one-bit samples, 224 bytes, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
+1536 one-bit samples, 192 bytes, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
 minhash`` the low ``signature_bits`` of each MinHash value (b-bit MinHash, the chance agreement of 2**-b
 taken out of the estimate). A candidate is a duplicate at estimated Jaccard >= threshold +
 ``verify_margin``. With ``index_duplicates`` (the default) the near duplicates are indexed (and

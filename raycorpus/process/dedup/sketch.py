@@ -26,7 +26,7 @@ _TRIES = 32  # densification candidates drawn at a time per empty bin
 class OphSketch:
     """``bins`` one-permutation-hashing samples of ``bits`` bits each, packed into ``words`` uint32."""
 
-    def __init__(self, bins: int = 1792, bits: int = 1, seed: int = 1):
+    def __init__(self, bins: int = 1536, bits: int = 1, seed: int = 1):
         if bits not in (1, 2, 4, 8, 16) or bins < 1 or bins * bits % 32:
             raise ValueError(f"{bins} bins x {bits} bits: bits must be 1, 2, 4, 8 or 16 and fill whole uint32 words")
         self.bins, self.bits = bins, bits
@@ -99,8 +99,9 @@ class OphSketch:
         return float(est) if np.ndim(est) == 0 else est
 
 
-#: The index's OPH verification sketch: 1792 bins of 1 bit, 224 bytes (the memory of 112 x 16-bit values).
-OPH_BINS, OPH_BITS = 1792, 1
+#: The index's OPH verification sketch: 1536 bins of 1 bit, 192 bytes (112 x 16-bit values took 224), so that
+#: tables + id + sketch stay under 500 bytes per indexed document at any table load.
+OPH_BINS, OPH_BITS = 1536, 1
 
 
 class Signer:

@@ -426,7 +426,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if Path(args.extraction).is_dir():  # near dedup: real pages' versions (doc level), hard set (pairwise), memory
         from raycorpus.process.dedup.neareval import evaluate_near_dedup
 
-        results["dedup"] = evaluate_near_dedup(args.extraction, load_config(args.config).dedup if args.config else None)
+        results["dedup"] = evaluate_near_dedup(args.extraction, load_config(args.config).dedup if args.config else None,
+                                               every=args.dedup_every)
     if not results:
         return EXIT_USAGE
     print(json.dumps(results, indent=1) if args.json else format_eval(results))

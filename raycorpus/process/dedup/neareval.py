@@ -88,16 +88,17 @@ def bytes_per_doc(n_docs: int = 200_000) -> dict:
     return {"docs": n_docs, **out}
 
 
-def evaluate_near_dedup(extraction_dir: str | Path, cfg: DedupConfig | None = None) -> dict:
-    """The dedup section of ``raycorpus eval``."""
+def evaluate_near_dedup(extraction_dir: str | Path, cfg: DedupConfig | None = None, every: int = 1) -> dict:
+    """The dedup section of ``raycorpus eval`` (``every``: of every k-th page, memory at 200 k / k documents)."""
     from raycorpus.process.dedup.benchmark import load_texts
 
     cfg = cfg or DedupConfig()
-    ns = nearset.build(Path(extraction_dir))
+    ns = nearset.build(Path(extraction_dir), every=every)
+    texts = load_texts(Path(extraction_dir) / "trafilatura-eval")[::every]
     return {
         "near_set": {**document_level(ns, cfg), "skipped_extractors": ns.skipped},
-        "hard_set_pairwise": pairwise_hard(hard_set(load_texts(Path(extraction_dir) / "trafilatura-eval"), cfg), cfg),
-        "bytes_per_indexed_doc": bytes_per_doc(),
+        "hard_set_pairwise": pairwise_hard(hard_set(texts, cfg), cfg),
+        "bytes_per_indexed_doc": bytes_per_doc(200_000 // every),
     }
 
 

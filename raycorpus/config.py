@@ -193,6 +193,14 @@ class Config(_Model):
         for key, value in RULES_OFF_AS_BEFORE.items():  # extraction rules off: the output, and the fingerprint,
             if d["extract"][key] == value:  # of before they existed
                 d["extract"].pop(key)
+        if d["dedup"]["verify_sketch"] == "minhash":  # the only choice before verify_sketch: the same fingerprint
+            d["dedup"].pop("verify_sketch")
+        else:
+            d["dedup"].pop("signature_bits", None)  # the OPH sketch does not use it
+        if not d["dedup"]["verify_margin"]:  # likewise: 0 decides as before verify_margin
+            d["dedup"].pop("verify_margin")
+        if not d["dedup"]["index_duplicates"]:  # likewise: only kept documents were indexed before
+            d["dedup"].pop("index_duplicates")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         if d["filters"].get("langid", {}).get("backend") == "fasttext":  # the only backend before it was a

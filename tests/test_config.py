@@ -84,6 +84,11 @@ TAGGED = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"pa
 }}
 
 
+# the same configs' fingerprints with 16-bit MinHash verification (the default before the OPH sketch)
+FINGERPRINTS_16_BITS = {"c37f865cb42557e9": "4be0e95d94b94150", "fd3c321360727956": "24d2d3ad570b3b5b",
+                        "5caaa300316c3154": "58f2b71c530f2f99"}
+
+
 @pytest.mark.parametrize("source, fingerprint", [
     ("configs/demo.yaml", "c37f865cb42557e9"),
     ("configs/cc-main-2025-33.yaml", "fd3c321360727956"),
@@ -101,16 +106,24 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     # FineWeb-2's per-language defaults change what a config keeping other languages than English
     # (TAGGED keeps de) outputs, so a new fingerprint; `language_defaults: none` is the output of before
     filters = {**raw.get("filters", {}), "language_defaults": "none"}
-    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32, "url": False}, "filters": filters}
+    # the OPH verification sketch, indexed near duplicates and the verify margin change the output again;
+    # verify_sketch: minhash, index_duplicates: false, verify_margin: 0 decide as before and keep the fingerprint
+    before_oph = {"verify_sketch": "minhash", "index_duplicates": False, "verify_margin": 0}
+    old = {**raw, "dedup": {**raw.get("dedup", {}), "signature_bits": 32, "url": False, **before_oph},
+           "filters": filters}
     # the extraction rules added with trim_head change the output (a new fingerprint); switched off, they give
     # the output of before and its fingerprint
     from raycorpus.process.extract import RULES_OFF_AS_BEFORE
 
     old["extract"] = {**raw.get("extract", {}), **RULES_OFF_AS_BEFORE}
     assert config_from_dict(old).fingerprint() == fingerprint  # no base_dir: paths as written, not resolved
-    with_url = {**old, "dedup": {**old["dedup"], "url": True}}
-    assert config_from_dict(with_url).fingerprint() != fingerprint
+    for new_value in ({"url": True}, {"verify_sketch": "oph"}, {"index_duplicates": True},
+                      {"verify_margin": 0.0075}):  # each new setting at its new value is a new output
+        assert config_from_dict({**old, "dedup": {**old["dedup"], **new_value}}).fingerprint() != fingerprint
     assert config_from_dict(raw).fingerprint() != fingerprint
+    sixteen = {**old, "dedup": {**old["dedup"], "signature_bits": 16}}  # 0.2's defaults
+    assert config_from_dict(sixteen).fingerprint() == FINGERPRINTS_16_BITS[fingerprint]
+    assert config_from_dict(raw).fingerprint() != FINGERPRINTS_16_BITS[fingerprint]
     from raycorpus.process.filters import DEFAULT_CHAIN
 
     explicit = {**old, "filters": {**filters, "chain": list(DEFAULT_CHAIN)}}

@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--decontam", default="../shared/data/decontam",
                    help="GSM8K / HumanEval / MMLU / MT-Bench folders: items injected into the extraction set's pages")
     e.add_argument("--decontam-every", type=int, default=1, help="test every k-th benchmark item")
+    e.add_argument("--dedup-every", type=int, default=1, help="near-dup sets from every k-th page (and a smaller "
+                   "memory measurement)")
     e.add_argument("--config", help="evaluate this config's extract options (default: the shipped ones)")
     e.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
     e.add_argument("--trafilatura", action="store_true", help="also run trafilatura (must be installed)")

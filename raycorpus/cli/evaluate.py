@@ -299,6 +299,10 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
         for name, b in d["benchmarks"].items():
             lines.append(f"  {name:<10} {b['items']:>6} items ({b['indexable']} indexable): caught "
                          f"{b['verbatim']:.1%} verbatim, {b['light_edit']:.1%} lightly edited")
+    if "dedup" in results:
+        from raycorpus.process.dedup.neareval import format_near_dedup
+
+        lines.append(format_near_dedup(results["dedup"]))
     return "\n".join(lines)
 
 
@@ -435,6 +439,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         pages = [t for _, html, _ in load_trafilatura_eval(Path(args.extraction) / "trafilatura-eval")
                  if (t := extract(html))]
         results["language_defaults"] = eval_language_defaults(pages, args.langid, args.repeats)
+    if Path(args.extraction).is_dir():  # near dedup: real pages' versions (doc level), hard set (pairwise), memory
+        from raycorpus.process.dedup.neareval import evaluate_near_dedup
+
+        results["dedup"] = evaluate_near_dedup(args.extraction, load_config(args.config).dedup if args.config else None,
+                                               every=args.dedup_every)
     if not results:
         return EXIT_USAGE
     print(json.dumps(results, indent=1) if args.json else format_eval(results))

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
-TABLE_BYTES_PER_DOC = 310  # 14 band keys + content hash + URL key; measured 266 grown / 300 presized at 1 M docs
-# (241 / 281 without URL keys: 16 keys a document instead of 15, uint32 values, load 0.53-0.8)
-STORE_BYTES_PER_DOC = 232  # id + 112 x 16-bit signature values (8 with verify off)
-SEGMENT_BYTES_PER_DOC = 428  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 112 x 2
-RECORD_BYTES_PER_DOC = 472  # the per-WARC dedup record: id 8 + hash 8 + URL key 8 + 112 x 4
+TABLE_BYTES_PER_DOC = 300  # 14 band keys + content hash + URL key (a kept document; an indexed near duplicate
+# inserts its band keys only); measured 240 presized / 299 grown B per indexed document at 1 M docs (20 % near
+# copies), uint32 values, load 0.53-0.8
+STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (1536 x 1 bit; 8 with verify off)
+SEGMENT_BYTES_PER_DOC = 396  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 192 (sketch)
+RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record: id 8 + hash 8 + URL key 8 + 112 x 4 + 192 (sketch) + near 1
+# indexed documents: the kept ones and (dedup.index_duplicates, the default) the near duplicates
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
 

@@ -21,7 +21,7 @@ from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import HtmlRecord, TextRecord, iter_html_records, iter_text_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
-from raycorpus.process.dedup.minhash import MinHasher
+from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
@@ -56,7 +56,7 @@ class WarcProcessor:
         self.exclusions = cfg.filters.exclusions
         self.read_records = iter_text_records if cfg.input.format == "wet" else iter_html_records
         d = cfg.dedup
-        self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
+        self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph") if d.near else None
         if self.minhasher is not None:
             self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
 
@@ -131,7 +131,7 @@ class WarcProcessor:
             t_url = clock()
             key = url_key(doc.url) if self.cfg.dedup.url else 0
             t_hashed = clock()
-            sig = self.minhasher.signature(doc.text).astype(np.uint32) if self.minhasher else None
+            sig = self.minhasher.signature(doc.text) if self.minhasher else None
         except Exception:  # one document that breaks hashing is one dropped document, never the WARC
             counts[ck.drop("error", "hash")] += 1
             self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")
@@ -148,7 +148,7 @@ class WarcProcessor:
     def _stack(self, sigs: list[np.ndarray]) -> np.ndarray | None:
         if self.minhasher is None:
             return None
-        return np.stack(sigs) if sigs else np.empty((0, self.minhasher.num_perm), np.uint32)
+        return np.stack(sigs) if sigs else np.empty((0, self.minhasher.width), np.uint32)
 
     def _exclude(self, out: list[dict], url: str, record_id: str, doc: Document | None, reason: str) -> None:
         """Keep a sampled record of a dropped document (sampling is by record id: deterministic)."""

@@ -94,7 +94,7 @@ def test_eval_prints_extraction_and_langid_tables():
     need_shared(SHARED / "data" / "extraction" / "trafilatura-eval")
     r = cli("eval", "--repeats", "1", "--extraction", str(SHARED / "data" / "extraction"),
             "--langid", str(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl"),
-            "--decontam", str(SHARED / "data" / "decontam"), "--decontam-every", "20")
+            "--decontam", str(SHARED / "data" / "decontam"), "--decontam-every", "20", "--dedup-every", "40")
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {tuple(line.split()[:2]): line.split() for line in r.stdout.splitlines() if line.split()}
     shipped, bare = rows[("trafilatura-eval", "shipped")], rows[("trafilatura-eval", "resiliparse")]
@@ -105,3 +105,6 @@ def test_eval_prints_extraction_and_langid_tables():
     assert [line.split()[0] for line in r.stdout.splitlines() if "verbatim" in line] == [
         "gsm8k", "humaneval", "mmlu", "mtbench"]
     assert "language defaults (fineweb2 vs none)" in r.stdout and "words zh:" in r.stdout
+    near = [line for line in r.stdout.splitlines() if line.startswith("near dedup")]
+    assert len(near) == 1 and "document level" in near[0] and " P " in near[0] and " R " in near[0]
+    assert "pairwise on the benchmark's hard set" in r.stdout and "bytes per indexed document" in r.stdout

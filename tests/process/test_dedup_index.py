@@ -18,8 +18,8 @@ from raycorpus.process.dedup.index import (
     split_gid,
 )
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
-from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.pipeline import content_hash
 
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -37,13 +37,17 @@ def _edit(text: str, rng: np.random.Generator, n_changes: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def mh() -> MinHasher:
-    return MinHasher(112)
+def mh() -> Signer:
+    return Signer()
 
 
-def _batch(mh: MinHasher, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+#: verification by the 112 MinHash values, only kept documents indexed: the index before the OPH sketch
+MINHASH = {"verify_sketch": "minhash", "index_duplicates": False, "verify_margin": 0}
+
+
+def _batch(mh: Signer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     hashes = np.array([content_hash(t) for t in texts], np.uint64)
-    return hashes, mh.signatures(texts).astype(np.uint32)
+    return hashes, mh.signatures(texts)
 
 
 def _dedup(n_shards: int = 1, **cfg) -> Deduplicator:
@@ -52,7 +56,7 @@ def _dedup(n_shards: int = 1, **cfg) -> Deduplicator:
     return Deduplicator(layout, c.threshold, LocalShards(layout))
 
 
-def _run(dd: Deduplicator, mh: MinHasher, warcs: list[list[str]]) -> list:
+def _run(dd: Deduplicator, mh: Signer, warcs: list[list[str]]) -> list:
     out = []
     for ordinal, texts in enumerate(warcs):
         decision, record = dd.decide(ordinal, *_batch(mh, texts))
@@ -85,11 +89,16 @@ def test_first_occurrence_in_manifest_order_wins(mh):
     rng = np.random.default_rng(1)
     a, b = _text(rng, 300), _text(rng, 300)
     a_near = _edit(a, rng, 3)
-    (k0, d0, _), (k1, d1, _) = _run(_dedup(), mh, [[a, b, "  " + a.title() + "."], [a_near, b, a_near]])
+    warcs = [[a, b, "  " + a.title() + "."], [a_near, b, a_near]]
+    (k0, d0, _), (k1, d1, _) = _run(_dedup(**MINHASH), mh, warcs)
     assert k0 == [KEEP, KEEP, EXACT] and d0[2] == (0, 0)
     # a_near matches a (WARC 0) not itself; b is an exact copy; the repeat of a_near is exact-free
     # (the first a_near was dropped, so it is not indexed) and is a near copy of a again
     assert k1 == [NEAR, EXACT, NEAR] and d1 == [(0, 0), (0, 1), (0, 0)]
+    # near duplicates indexed too (the default): the repeat of a_near is found through the first (its bands
+    # and sketch, J 1); a near duplicate inserts no content hash, so it is a near copy, not an exact one
+    (k0, d0, _), (k1, d1, _) = _run(_dedup(), mh, warcs)
+    assert k0 == [KEEP, KEEP, EXACT] and k1 == [NEAR, EXACT, NEAR] and d1 == [(0, 0), (0, 1), (1, 0)]
 
 
 def test_decisions_do_not_depend_on_the_number_of_shards(mh):
@@ -108,13 +117,13 @@ def test_verification_rejects_band_matches_below_the_threshold():
     b[:40] = a[:40]  # five shared bands of 8 rows, estimated Jaccard 40/112 = 0.36
     hashes = np.array([11, 22], np.uint64)
     sigs = np.stack([a, b])
-    dec, _ = _dedup().decide(0, hashes, sigs)
+    dec, _ = _dedup(**MINHASH).decide(0, hashes, sigs)
     assert dec.kind.tolist() == [KEEP, KEEP]
-    dec, _ = _dedup(verify=False).decide(0, hashes, sigs)
+    dec, _ = _dedup(verify=False, **MINHASH).decide(0, hashes, sigs)
     assert dec.kind.tolist() == [KEEP, NEAR] and np.isnan(dec.jaccard[1])
     # the same across WARCs (prior signatures are fetched from their owner shard)
     for n in (1, 3):
-        dd = _dedup(n)
+        dd = _dedup(n, **MINHASH)
         dd.decide(0, hashes[:1], sigs[:1])
         dec, _ = dd.decide(1, hashes[1:], sigs[1:])
         assert dec.kind.tolist() == [KEEP]
@@ -160,7 +169,7 @@ def test_record_holds_only_the_kept_documents(mh):
     rec = decode_record(record)
     gids, hashes, sigs = rec.gids, rec.hashes, rec.sigs
     assert [split_gid(g) for g in gids] == [(7, 0), (7, 2)] and dec.indexed == 2
-    assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112) and sigs.dtype == np.uint32
+    assert hashes.tolist() == [content_hash(a), hashes[1]] and sigs.shape == (2, 112 + 48) and sigs.dtype == np.uint32
 
 
 def test_document_store_refuses_unknown_documents_and_out_of_order_inserts():

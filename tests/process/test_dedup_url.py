@@ -10,8 +10,8 @@ import pytest
 from raycorpus.ingest.warc import iter_html_records
 from raycorpus.process.dedup.index import EXACT, KEEP, NEAR, URL, Deduplicator, Layout, LocalShards, decode_record
 from raycorpus.process.dedup.lsh import NO_MATCH
-from raycorpus.process.dedup.minhash import MinHasher
 from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.dedup.urlkey import TRACKING_PARAMS, normalize_url, url_key
 from raycorpus.process.pipeline import content_hash
 from tests.support.paths import SHARED, need_shared
@@ -92,8 +92,8 @@ def test_real_urls_from_crawls():
 
 
 @pytest.fixture(scope="module")
-def mh() -> MinHasher:
-    return MinHasher(112)
+def mh() -> Signer:
+    return Signer()  # MinHash values, then the OPH sketch (the default verification)
 
 
 def _words(seed: int, n: int = 150) -> str:
@@ -102,10 +102,10 @@ def _words(seed: int, n: int = 150) -> str:
     return " ".join("".join(rng.choice(letters, int(rng.integers(3, 9)))) for _ in range(n))  # no digits: they fold
 
 
-def _batch(mh: MinHasher, pages: list[tuple[str, str]]) -> tuple:
+def _batch(mh: Signer, pages: list[tuple[str, str]]) -> tuple:
     urls, texts = zip(*pages, strict=True) if pages else ((), ())
     hashes = np.array([content_hash(t) for t in texts], np.uint64)
-    sigs = mh.signatures(list(texts)).astype(np.uint32) if texts else np.empty((0, 112), np.uint32)
+    sigs = mh.signatures(list(texts)) if texts else np.empty((0, mh.width), np.uint32)
     return hashes, sigs, np.array([url_key(u) for u in urls], np.uint64)
 
 
@@ -147,6 +147,27 @@ def test_url_comes_first_and_a_dropped_document_inserts_none_of_its_keys(mh):
     assert d3.kind.tolist() == [NEAR]
 
 
+def test_an_indexed_near_duplicate_claims_neither_its_url_nor_its_text(mh):
+    """With index_duplicates (the default) a near duplicate inserts its band keys and sketch, so a later copy
+    of it is found through it; not its URL key or content hash: a later page at its URL is judged on its own
+    (the first KEPT copy at a URL wins), and an exact copy of it is a near duplicate (J 1) of it."""
+    a = _words(1, 300)
+    a_near = " ".join([*a.split()[:-3], "p", "q", "r"])
+    for n in (1, 3):
+        dd = _dedup(n)
+        dd.decide(0, *_batch(mh, [("http://ex.com/a", a)]))
+        d1, rec = dd.decide(1, *_batch(mh, [("http://ex.com/b", a_near)]))
+        assert d1.kind.tolist() == [NEAR] and d1.indexed == 1
+        r = decode_record(rec)
+        assert r.near.tolist() == [True] and r.urls.tolist() == [url_key("http://ex.com/b")]
+        d2, _ = dd.decide(2, *_batch(mh, [("http://ex.com/b", _words(7)), ("http://ex.com/c", a_near)]))
+        assert d2.kind.tolist() == [KEEP, NEAR] and d2.dup_of[1] == 1 << 24 and d2.jaccard[1] == 1.0
+        # only kept documents indexed (as before): the near duplicate is not a candidate at all
+        old = _dedup(n, index_duplicates=False)
+        old.decide(0, *_batch(mh, [("http://ex.com/a", a)]))
+        assert old.decide(1, *_batch(mh, [("http://ex.com/b", a_near)]))[0].indexed == 0
+
+
 def test_url_dedup_off_or_without_urls(mh):
     pages = [("http://ex.com/a", _words(1)), ("http://ex.com/a", _words(2))]
     off, _ = _dedup(url=False).decide(0, *_batch(mh, pages))
@@ -169,3 +190,29 @@ def test_url_keys_survive_a_rebuild_from_records(mh):
         again = Deduplicator(layout, 0.8, rebuilt, next_docno=live.next_docno)
         d, _ = again.decide(3, *_batch(mh, [("http://EX.com/1/2", _words(99))]))
         assert d.kind.tolist() == [URL]
+
+
+def test_url_keys_sketches_and_near_duplicates_survive_a_rebuild_from_records(mh):
+    """Records of WARCs with kept documents and indexed near duplicates (URL keys, MinHash + sketch rows,
+    the near mask) rebuild shards that hold what the live ones hold and decide the same."""
+    base = [_words(i, 300) for i in range(6)]
+    for n in (1, 3):
+        live = _dedup(n)
+        records = []
+        for o in range(3):  # each WARC: new pages, and near versions of the previous WARC's pages
+            pages = [(f"http://ex.com/{o}/{i}", _words(o * 10 + i, 300)) for i in range(3)]
+            pages += [(f"http://ex.com/v{o}/{i}", " ".join([*base[i].split()[:-(o + 2)], *"xyz"[: o + 2]]))
+                      for i in range(3)]
+            d, rec = live.decide(o, *_batch(mh, pages))
+            records.append(rec)
+        assert d.counts()["near"] == 3
+        rebuilt = LocalShards(live.layout)
+        assert {s.load(decode_record(r) for r in records) for s in rebuilt.shards} == {live.next_docno}
+        assert [s.stats() for s in rebuilt.shards] == [s.stats() for s in live.shards.shards]
+        later = [("http://ex.com/v2/0", _words(50, 300)), ("http://ex.com/w", base[1]),
+                 ("http://ex.com/1/1", _words(51, 300))]
+        fresh = Deduplicator(live.layout, 0.8, rebuilt, next_docno=live.next_docno)
+        a, _ = live.decide(3, *_batch(mh, later))
+        b, _ = fresh.decide(3, *_batch(mh, later))
+        assert a.kind.tolist() == b.kind.tolist() == [KEEP, EXACT, URL]  # the near copy's URL is free
+        assert a.dup_of.tolist() == b.dup_of.tolist()

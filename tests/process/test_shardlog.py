@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards, LshShard
+from raycorpus.process.dedup.index import OPH, Deduplicator, Layout, LocalShards, LshShard
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.shardlog import MERGE_FANIN, ShardFiles, ShardLog
 
@@ -24,10 +24,12 @@ class LoggedShards(LocalShards):
         for log, r in zip(self.logs, requests, strict=True):
             log.add(ordinal, r)
 
+WIDTH = 112 + OPH.words  # MinHash values and the OPH sketch: the shards persist the sketch
+
 
 def _warc(rng: np.random.Generator, n: int, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Hashes and signatures, a third of them copies of earlier documents (from ``pool``)."""
-    sigs = rng.integers(0, 2**32, (n, 112), dtype=np.uint64).astype(np.uint32)
+    sigs = rng.integers(0, 2**32, (n, WIDTH), dtype=np.uint64).astype(np.uint32)
     hashes = rng.integers(1, 2**63, n, dtype=np.uint64)
     if len(pool):
         pick = rng.integers(0, len(pool), n // 3)
@@ -46,7 +48,7 @@ def _build(tmp_path, warcs: int, flush_every: int, restart_at: int | None = None
     shards = LoggedShards(layout, logs)
     dedup = Deduplicator(layout, cfg.threshold, shards)
     rng = np.random.default_rng(7)
-    pool = np.empty((0, 112), np.uint32)
+    pool = np.empty((0, WIDTH), np.uint32)
     kinds = []
     for ordinal in range(warcs):
         if restart_at is not None and ordinal == restart_at:

@@ -230,19 +230,26 @@ def _estimate_bits(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
 J_BINS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0001)
 
 
+def labelled_pairs(docs: list[str], group: np.ndarray, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, exact Jaccard): every pair within a family and every pair sharing a 2-row band.
+
+    Every pair sharing a fineweb (8-row) or recall (5-row) band shares an aligned 2-row band,
+    so the 56 x 2 candidates hold all pairs any preset predicts, and all with J >= 0.8 but
+    for ~(1 - 0.8**2)**56 = 1e-25 of them."""
+    within = np.stack(np.triu_indices(FAMILY, 1), axis=1)
+    within = (within[None] + FAMILY * np.arange(group[-1] + 1)[:, None, None]).reshape(-1, 2)
+    pairs = np.unique(np.concatenate([_candidate_pairs(band_keys(sigs, 56, 2)), within]), axis=0)
+    sets = [_shingle_set(d) for d in docs]
+    exact = np.array([len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j])) for i, j in pairs])
+    return pairs, exact
+
+
 def bench_accuracy(texts: list[str], seed: int = 0) -> dict:
     """Pairwise and online precision/recall of each preset, with and without verification."""
     docs, group = build_labelled_docs(texts, seed)
     sigs = MinHasher(num_perm=max(v for _, v, _ in CONFIGS)).signatures(docs)  # its first 112 = MinHasher()'s
-    # Every pair sharing a fineweb (8-row) or recall (5-row) band shares an aligned 2-row band,
-    # so the 56 x 2 candidates hold all pairs any preset predicts, and all with J >= 0.8 but
-    # for ~(1 - 0.8**2)**56 = 1e-25 of them.
-    within = np.stack(np.triu_indices(FAMILY, 1), axis=1)
-    within = (within[None] + FAMILY * np.arange(group[-1] + 1)[:, None, None]).reshape(-1, 2)
-    pairs = np.unique(np.concatenate([_candidate_pairs(band_keys(sigs, 56, 2)), within]), axis=0)
+    pairs, exact = labelled_pairs(docs, group, sigs)
     first, second = pairs[:, 0], pairs[:, 1]
-    sets = [_shingle_set(d) for d in docs]
-    exact = np.array([len(sets[i] & sets[j]) / max(1, len(sets[i] | sets[j])) for i, j in pairs])
     truth = exact >= THRESHOLD
     clear = np.abs(exact - THRESHOLD) >= 0.05
     j_bin = np.digitize(exact, J_BINS) - 1
@@ -310,18 +317,20 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2, url: bool =
     batches; ``url=False`` leaves the URL keys out of the index."""
     from raycorpus.process.dedup.index import Deduplicator, Layout
     from raycorpus.process.dedup.settings import DedupConfig
+    from raycorpus.process.dedup.sketch import Signer
 
     cfg = DedupConfig(url=url)
+    width = Signer(cfg.num_perm, sketch=cfg.verify_sketch == "oph").width  # MinHash values, then the sketch
     rows = []
     for n_docs in scales:
         rng = np.random.default_rng(n_docs)
-        sigs = rng.integers(0, 2**32, (n_docs, cfg.num_perm), dtype=np.uint64).astype(np.uint32)
+        sigs = rng.integers(0, 2**32, (n_docs, width), dtype=np.uint64).astype(np.uint32)
         is_dup = rng.random(n_docs) < dup_rate
         is_dup[0] = False
         dup = np.flatnonzero(is_dup)
         originals = np.flatnonzero(~is_dup)
         src = originals[(rng.random(dup.size) * np.searchsorted(originals, dup)).astype(np.int64)]  # earlier
-        noise = rng.random((dup.size, cfg.num_perm)) < 0.1  # ~0.9 estimated Jaccard
+        noise = rng.random((dup.size, width)) < 0.1  # ~0.9 estimated Jaccard
         sigs[dup] = np.where(noise, sigs[dup] ^ np.uint32(1), sigs[src])
         hashes = rng.integers(1, 2**63, n_docs, dtype=np.uint64)
         urls = rng.integers(1, 2**63, n_docs, dtype=np.uint64)  # near copies live at other URLs
@@ -341,9 +350,10 @@ def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2, url: bool =
 
             seconds, (shards, dropped) = _timed(run_once, max(1, runs if n_docs <= 100_000 else 1))
             st = shards.shards[0].stats()
-            kept = n_docs - dropped
+            kept = st["documents"]  # indexed: the kept ones, and with index_duplicates the near copies too
             rows.append({
                 "docs": n_docs,
+                "indexed": kept,
                 "start": "presized" if presized else "empty",
                 "found": round(dropped / max(1, dup.size), 4),
                 "decide_docs_per_s": round(n_docs / seconds),
@@ -404,8 +414,9 @@ def format_report(report: dict) -> str:
             "",
             f"Deduplicator.decide (query, verify, insert; one LSH shard in-process), batches of {BATCH_DOCS}, "
             "synthetic signatures, 20% copy an earlier one with 10% of values changed; shard_docs_per_s = the "
-            "shard's share (an LSH shard actor's work); store = gid + 112 x uint32 signature per document:",
-            _table(report["index"], ["docs", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
+            "shard's share (an LSH shard actor's work); store = gid + verification data (OPH sketch: 192 B) "
+            "per indexed document:",
+            _table(report["index"], ["docs", "indexed", "start", "found", "decide_docs_per_s", "shard_docs_per_s",
                                      "table_B_per_doc", "store_B_per_doc"]),
             "",
             "P(candidate | J) = 1 - (1 - J^r)^b:",

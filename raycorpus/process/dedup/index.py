@@ -16,11 +16,16 @@ are ``ordinal << 24 | index`` (index among the WARC's filtered documents), so an
 its WARC. Signatures are kept as their low 32 bits (``uint32``; two different
 values agree with probability 2**-32), and band keys are computed from those, so the
 durable record of a committed WARC (:class:`IndexRecord`, ``dedup/NNNNNNNNN.npz``) is
-gids + hashes + 32-bit signatures + URL keys, and any shard can be rebuilt from the records of the
-committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps only the low
-``signature_bits`` (16 by default) of each value of the documents it owns (b-bit MinHash, with the
-chance agreement of 2**-b taken out of the estimate): half the memory of 32 bits, the same
-precision and recall on the labelled set.
+gids + hashes + 32-bit signatures (+ sketch) + URL keys, and any shard can be rebuilt from the records of
+the committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps for each document
+it owns the OPH sketch that follows the MinHash values in the row (``verify_sketch: oph``, the default:
+1536 one-bit samples, 192 bytes, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
+minhash`` the low ``signature_bits`` of each MinHash value (b-bit MinHash, the chance agreement of 2**-b
+taken out of the estimate). A candidate is a duplicate at estimated Jaccard >= threshold +
+``verify_margin``. With ``index_duplicates`` (the default) the near duplicates are indexed (and
+recorded) too, so a later copy is found through whichever earlier version it resembles; they insert
+their band keys and sketch only, not their URL key or content hash (the record marks them ``near``), so
+the URL and exact tables name kept documents alone and the first kept copy of a URL or text wins.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from raycorpus import counts as ck
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.sketch import OPH_BINS, OPH_BITS, OphSketch
 
 _MAX_DOCNO = 2**32 - 2  # table values are uint32 (2**32 - 1 is reserved)
 GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 k records)
@@ -44,6 +50,7 @@ DEDUP_DIR = "dedup"
 
 KEEP, EXACT, NEAR, URL = 0, 1, 2, 3
 KINDS = {URL: "url", EXACT: "exact", NEAR: "near"}
+OPH = OphSketch(OPH_BINS, OPH_BITS)  # estimates only: the seed does not matter here
 
 
 def make_gids(ordinal: int, n: int) -> np.ndarray:
@@ -74,11 +81,16 @@ class Layout:
     rows: int
     sig_bits: int = 32  # bits of each MinHash value kept for verification (b-bit MinHash)
     url: bool = False  # URL keys (urlkey.url_key) share the exact table with the content hashes
+    num_perm: int = 112  # MinHash values of a signature row; with ``sketch``, the OPH sketch follows them
+    sketch: bool = False  # verify by the OPH sketch (raycorpus.process.dedup.sketch) instead of the MinHash values
+    index_dups: bool = False  # near duplicates are indexed too
+    margin: float = 0.0  # a candidate is a duplicate at estimated Jaccard >= threshold + margin
 
     @classmethod
     def from_config(cls, cfg: DedupConfig, n_shards: int) -> Layout:
         b, r = cfg.bands_rows
-        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits, cfg.url)
+        return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits, cfg.url,
+                   cfg.num_perm, cfg.verify_sketch == "oph", cfg.near and cfg.index_duplicates, cfg.verify_margin)
 
     def exact_keys(self, hashes: np.ndarray, urls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(content keys, URL keys) of documents in the exact table: empty where that kind is off; a
@@ -90,14 +102,22 @@ class Layout:
         return ek, np.where(urls == 0, NO_URL, urls)
 
     def stored(self, sigs: np.ndarray) -> np.ndarray:
-        """Signatures as verification keeps them: their low ``sig_bits`` bits."""
+        """Signatures as verification keeps them: the OPH sketch, or the low ``sig_bits`` bits of the values."""
+        if self.sketch:
+            if sigs.shape[-1] != self.num_perm + OPH.words:
+                raise ValueError(f"signature rows of {sigs.shape[-1]} values: verify_sketch oph needs "
+                                 f"{self.num_perm} MinHash values and {OPH.words} sketch words")
+            return np.array(sigs[..., self.num_perm :], np.uint32)
+        sigs = np.asarray(sigs)[..., : self.num_perm]
         if self.sig_bits == 16:
-            return (np.asarray(sigs) & np.uint32(0xFFFF)).astype(np.uint16)
+            return (sigs & np.uint32(0xFFFF)).astype(np.uint16)
         return np.asarray(sigs, np.uint32)
 
     def estimate(self, a: np.ndarray, b: np.ndarray) -> float:
         """Jaccard estimated from two stored signatures; with b bits, unrelated values agree with
         probability 2**-b, which is taken out: (matches - 2**-b) / (1 - 2**-b)."""
+        if self.sketch:
+            return OPH.estimate(a, b)
         m = float(np.count_nonzero(a == b)) / a.shape[-1]
         chance = 2.0 ** -self.sig_bits
         return max(0.0, (m - chance) / (1.0 - chance))
@@ -133,6 +153,7 @@ class IndexRecord:
     hashes: np.ndarray  # uint64 content hashes
     sigs: np.ndarray | None = None  # (docs, num_perm) uint32 MinHash, with near dedup
     urls: np.ndarray | None = None  # uint64 URL keys (0: no URL), with URL dedup
+    near: np.ndarray | None = None  # bool: indexed near duplicates (band keys and sketch only), with index_dups
 
 
 def encode_record(record: IndexRecord) -> bytes:
@@ -142,14 +163,15 @@ def encode_record(record: IndexRecord) -> bytes:
         arrays["sigs"] = np.asarray(record.sigs, np.uint32)
     if record.urls is not None:
         arrays["urls"] = np.asarray(record.urls, np.uint64)
+    if record.near is not None:
+        arrays["near"] = np.asarray(record.near, np.bool_)
     np.savez(buf, **arrays)
     return buf.getvalue()
 
 
 def decode_record(data: bytes) -> IndexRecord:
     with np.load(io.BytesIO(data)) as z:
-        return IndexRecord(z["gids"], z["hashes"], z["sigs"] if "sigs" in z.files else None,
-                           z["urls"] if "urls" in z.files else None)
+        return IndexRecord(*(z[k] if k in z.files else None for k in ("gids", "hashes", "sigs", "urls", "near")))
 
 
 class LshShard:
@@ -227,8 +249,10 @@ class LshShard:
         gids, sigs, empty = record.gids, record.sigs, _EMPTY
         docnos = docno + np.arange(gids.size, dtype=np.uint64)
         ek, uk = lay.exact_keys(record.hashes, record.urls)
+        keyed = np.ones(gids.size, bool) if record.near is None else ~np.asarray(record.near, bool)
         ek_no = np.concatenate([docnos[: ek.size], docnos[: uk.size]])
-        e_sel = np.concatenate([lay.route(ek) == me, (lay.route(uk) == me) & (uk != NO_URL)])
+        e_sel = np.concatenate([(lay.route(ek) == me) & keyed[: ek.size],
+                                (lay.route(uk) == me) & (uk != NO_URL) & keyed[: uk.size]])
         ek = np.concatenate([ek, uk])
         flat, flat_no = empty, empty
         if lay.near and sigs is not None:
@@ -283,7 +307,7 @@ class Decision:
     kind: np.ndarray  # uint8: KEEP, URL, EXACT or NEAR
     dup_of: np.ndarray  # uint64 gid of the earlier document it duplicates (NO_MATCH if kept)
     jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, NaN for a URL match, 0 if kept)
-    indexed: int  # documents added to the index (the kept ones)
+    indexed: int  # documents added to the index (the kept ones; with index_dups, the near duplicates too)
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
 
     @property
@@ -336,7 +360,8 @@ class Deduplicator:
         hashes = np.asarray(hashes, np.uint64)
         urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
         if n == 0:
-            return Decision(kind, dup_of, jac, 0), encode_record(IndexRecord(gids, hashes, sigs, urls))
+            none = np.zeros(0, bool) if lay.index_dups else None
+            return Decision(kind, dup_of, jac, 0), encode_record(IndexRecord(gids, hashes, sigs, urls, none))
         near = lay.near and sigs is not None
         ek, uk = lay.exact_keys(hashes, urls)
         keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
@@ -353,7 +378,7 @@ class Deduplicator:
         todo = set(np.flatnonzero(has_prior).tolist()) | set(url_earlier) | set(exact_earlier) | set(band_earlier)
         for i in sorted(todo):
             for code, prior, earlier in ((URL, prior_url, url_earlier), (EXACT, prior_exact, exact_earlier)):
-                j = next((j for j in earlier.get(i, ()) if kind[j] == KEEP), None)
+                j = next((j for j in earlier.get(i, ()) if kind[j] == KEEP), None)  # URL / exact: kept ones only
                 if prior[i] != NO_MATCH or j is not None:
                     match = prior_gid[int(prior[i])] if prior[i] != NO_MATCH else gids[j]
                     kind[i], dup_of[i], jac[i] = code, match, (1.0 if code == EXACT else np.nan)
@@ -361,17 +386,22 @@ class Deduplicator:
             else:
                 if not near:
                     continue
-                # candidates in commit order: indexed documents first, then earlier kept ones of this WARC
+                # candidates in commit order: indexed documents first, then earlier indexed ones of this WARC
                 cands = [(prior_gid[d], prior_sig.get(d))
                          for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
-                cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if kind[j] == KEEP]
+                cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if self._indexed(kind[j])]
                 if cands:
                     kind[i], dup_of[i], jac[i] = self._near_match(stored[i], cands)
-        keep = kind == KEEP
-        n_kept = self._insert(ordinal, keep, gids, ek, uk, keys, sigs if near else None)
-        record = IndexRecord(gids[keep], hashes[keep], sigs[keep] if near else None,
-                             None if urls is None else urls[keep])
+        index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
+        dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
+        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys, sigs if near else None)
+        record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
+                             None if urls is None else urls[index], dups if lay.index_dups else None)
         return Decision(kind, dup_of, jac, n_kept), encode_record(record)
+
+    def _indexed(self, kind: int) -> bool:
+        """A document of this kind is in the index (a near candidate for the later ones)."""
+        return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
     def _query(self, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
@@ -416,23 +446,24 @@ class Deduplicator:
             est = self.layout.estimate(sg, sig)
             if est > best_j:
                 best_j, best_g = est, g
-        if best_j >= self.threshold:
+        if best_j >= self.threshold + self.layout.margin:
             return NEAR, best_g, best_j
         return KEEP, NO_MATCH, 0.0
 
-    def _insert(self, ordinal: int, keep: np.ndarray, gids: np.ndarray, ek: np.ndarray, uk: np.ndarray,
-                keys: np.ndarray, sigs: np.ndarray | None) -> int:
-        """Number the kept documents and insert them into the shards; return how many."""
+    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray, ek: np.ndarray,
+                uk: np.ndarray, keys: np.ndarray, sigs: np.ndarray | None) -> int:
+        """Number the indexed documents (``keep``) and insert them into the shards; return how many. The
+        indexed near duplicates (``dups``, over the indexed ones) insert no content or URL key."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
         docnos = self.next_docno + np.arange(n_kept, dtype=np.uint64)
         kg = gids[keep]
-        ke = ek[keep] if ek.size else ek
+        ke = ek[keep][~dups] if ek.size else ek
         ku = uk[keep] if uk.size else uk
-        has_url = ku != NO_URL  # content keys, then the URL keys of documents that have a URL
-        ke_no = np.concatenate([docnos[: ke.size], docnos[: ku.size][has_url]])
+        has_url = (ku != NO_URL) & ~dups if ku.size else np.zeros(0, bool)  # content keys, then URL keys
+        ke_no = np.concatenate([docnos[~dups][: ke.size], docnos[has_url]])
         ke = np.concatenate([ke, ku[has_url]])
         kflat = keys[keep].ravel()
         kflat_no = np.repeat(docnos, keys.shape[1])

@@ -83,8 +83,13 @@ class MinHasher:
         """The ``(num_perm,)`` uint64 MinHash signature of ``text`` (written into ``out`` if given)."""
         if out is None:
             out = np.empty(self.num_perm, np.uint64)
+        return self.signature_of(self.shingle_hashes(text), out)
+
+    def signature_of(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The signature of a text's :meth:`shingle_hashes` ``x`` (written into ``out`` if given)."""
+        if out is None:
+            out = np.empty(self.num_perm, np.uint64)
         out.fill(EMPTY_VALUE)
-        x = self.shingle_hashes(text)
         for i in range(0, x.size, _CHUNK):
             chunk = x[i : i + _CHUNK]
             work = self._work[: self.num_perm * chunk.size].reshape(self.num_perm, chunk.size)

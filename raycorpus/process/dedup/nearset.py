@@ -1,0 +1,175 @@
+"""A near-duplicate set from real pages: versions of each page from several extractors, exact Jaccard.
+
+Each HTML page of the extraction test sets (``trafilatura-eval`` and ``readability`` under
+``extraction_dir``) is extracted several ways: resiliparse with different options, its text
+after a line cleaning of our own (C4-like: lines of at least ``MIN_LINE_WORDS`` words), and,
+where installed, trafilatura (three settings) and readability-lxml. Those versions of one article
+are what a crawl holds when one page is stored by different pipelines or at different times.
+Versions of fewer than ``MIN_WORDS`` words and copies with the same normalised text as an
+earlier version (the exact stage's job, not near dedup's) are left out.
+
+Ground truth is the exact Jaccard of word-5-gram sets, on the index's normalisation and shingle
+hashes (:meth:`MinHasher.shingle_hashes`): within each page for every pair, and across pages
+for every pair sharing one of 56 two-row bands (a pair with J >= 0.8 misses all of them with
+probability ``(1 - 0.8**2)**56 = 1e-25``). Documents come in a fixed shuffled order; a document
+is a true duplicate if an earlier one has J >= ``THRESHOLD`` with it.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
+
+from raycorpus.ingest.warc import decode_html
+from raycorpus.process.dedup.minhash import MinHasher, band_keys
+from raycorpus.process.hashing import normalize
+
+THRESHOLD = 0.8
+MIN_WORDS = 50
+MIN_LINE_WORDS = 6
+
+Extract = Callable[[str], str]
+
+
+def _resiliparse(**options) -> Extract:
+    return lambda html: extract_plain_text(HTMLTree.parse(html), **options)
+
+
+def clean_lines(text: str, min_words: int = MIN_LINE_WORDS) -> str:
+    """Our own line cleaning: keep the lines of at least ``min_words`` words (drops menus, bylines, links)."""
+    return "\n".join(line for line in text.split("\n") if len(line.split()) >= min_words)
+
+
+def _trafilatura(**options) -> Extract | None:
+    try:
+        from trafilatura import extract
+    except ImportError:
+        return None
+    return lambda html: extract(html, **options) or ""
+
+
+def _readability() -> Extract | None:
+    try:
+        from readability import Document
+    except ImportError:
+        return None
+    whole = _resiliparse(main_content=False)
+    return lambda html: whole(Document(html).summary())
+
+
+def extractors() -> tuple[dict[str, Extract], dict[str, str]]:
+    """(name -> html-to-text function, name -> why it is skipped) of the versions' extractors."""
+    main, whole = _resiliparse(main_content=True), _resiliparse(main_content=False)
+    found: dict[str, Extract | None] = {
+        "resiliparse-main": main,
+        "resiliparse-main-alt": _resiliparse(main_content=True, alt_texts=True, links=True, form_fields=True,
+                                             noscript=True, comments=False),
+        "resiliparse-whole": whole,
+        "resiliparse-whole-cleaned": lambda html: clean_lines(whole(html)),
+        "resiliparse-main-cleaned": lambda html: clean_lines(main(html)),
+        "trafilatura": _trafilatura(),
+        "trafilatura-recall": _trafilatura(favor_recall=True, include_comments=False),
+        "trafilatura-precision": _trafilatura(favor_precision=True, include_tables=False),
+        "readability-lxml": _readability(),
+    }
+    skipped = {k: ("trafilatura is not installed (pip install trafilatura)" if k.startswith("trafilatura")
+                   else "readability-lxml is not installed (pip install readability-lxml 'lxml[html-clean]')")
+               for k, v in found.items() if v is None}
+    return {k: v for k, v in found.items() if v is not None}, skipped
+
+
+def page_files(extraction_dir: Path) -> list[Path]:
+    """The gzip'd HTML pages of the extraction test sets, in path order."""
+    root = Path(extraction_dir)
+    traf = sorted((root / "trafilatura-eval").glob("**/*.html.gz"))
+    readab = sorted((root / "readability" / "test-pages").glob("*/source.html.gz"))
+    return traf + readab
+
+
+@dataclass
+class NearSet:
+    """Documents in their fixed order, their page and extractor, and the exact-Jaccard ground truth."""
+
+    texts: list[str]
+    page: np.ndarray  # int: the page each document is a version of
+    extractor: list[str]
+    pairs: np.ndarray  # (m, 2) document pairs (i < j in order) whose Jaccard was computed
+    jaccard: np.ndarray  # (m,) exact word-5-gram Jaccard of each pair
+    skipped: dict[str, str] = field(default_factory=dict)  # extractor -> reason it has no versions
+
+    @property
+    def true_duplicate(self) -> np.ndarray:
+        """Per document: an earlier document has J >= THRESHOLD with it."""
+        out = np.zeros(len(self.texts), bool)
+        out[self.pairs[self.jaccard >= THRESHOLD, 1]] = True
+        return out
+
+
+def _versions(html: str, fns: dict[str, Extract]) -> list[tuple[str, str]]:
+    """(extractor, text) of a page's distinct versions of at least MIN_WORDS words."""
+    seen: set[str] = set()
+    out = []
+    for name, fn in fns.items():
+        try:
+            text = fn(html)
+        except Exception:  # an extractor that fails on a page gives that page no version
+            continue
+        norm = normalize(text)
+        if len(norm.split()) >= MIN_WORDS and norm not in seen:
+            seen.add(norm)
+            out.append((name, text))
+    return out
+
+
+def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Jaccard of two sets given as unique sorted arrays."""
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    return inter / max(1, a.size + b.size - inter)
+
+
+def build(extraction_dir: Path, seed: int = 0, every: int = 1) -> NearSet:
+    """The near-duplicate set of the pages under ``extraction_dir`` (every ``every``-th page)."""
+    fns, skipped = extractors()
+    texts, page, names = [], [], []
+    for p, path in enumerate(page_files(extraction_dir)[::every]):
+        html = decode_html(gzip.decompress(path.read_bytes()), None)[0]
+        for name, text in _versions(html, fns):
+            texts.append(text)
+            page.append(p)
+            names.append(name)
+    order = np.random.default_rng(seed).permutation(len(texts))
+    texts, page, names = [texts[i] for i in order], np.array(page)[order], [names[i] for i in order]
+    mh = MinHasher()
+    shingles = [np.unique(mh.shingle_hashes(t)) for t in texts]
+    pairs = _pairs(page, mh.signatures(texts))
+    jac = np.array([exact_jaccard(shingles[i], shingles[j]) for i, j in pairs])
+    return NearSet(texts, page, names, pairs, jac, skipped)
+
+
+def _pairs(page: np.ndarray, sigs: np.ndarray) -> np.ndarray:
+    """Every pair within a page and every pair sharing one of 56 two-row bands, as (earlier, later)."""
+    n = page.size
+    codes = []
+    for p in np.unique(page):
+        members = np.flatnonzero(page == p)
+        i, j = np.triu_indices(members.size, 1)
+        codes.append(members[i] * n + members[j])
+    keys = band_keys(sigs, 56, 2)
+    flat = keys.ravel()
+    order = np.argsort(flat, kind="stable")
+    docs, sk = order // 56, flat[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    ends = np.r_[starts[1:], flat.size]
+    for s, e in zip(starts, ends, strict=True):
+        if e - s > 1:
+            members = np.unique(docs[s:e])
+            i, j = np.triu_indices(members.size, 1)
+            codes.append(members[i] * n + members[j])
+    codes_all = np.unique(np.concatenate(codes)) if codes else np.empty(0, np.int64)
+    return np.stack([codes_all // n, codes_all % n], axis=1)

@@ -1,0 +1,132 @@
+"""A verification sketch with more, smaller samples than the MinHash signature: b-bit one-permutation hashing.
+
+The LSH bands need MinHash values; verifying a band candidate needs only an estimate of its
+Jaccard near the threshold, and there the 112 MinHash values are the limit (standard deviation
+``sqrt(J (1 - J) / 112) = 0.038`` at J = 0.8), whatever bits are kept of each. This sketch
+spends the same memory on ``bins`` samples of ``bits`` bits: one hash per shingle, split into
+``bins`` ranges by its high bits (one-permutation hashing, OPH); each bin keeps the low ``bits``
+bits of its smallest hash, and an empty bin borrows the value of a non-empty bin chosen by a
+per-bin hash sequence (optimal densification, Shrivastava 2017), the same sequence in every
+document. Two documents' values in a bin agree with probability ``J + (1 - J) 2**-bits``, so the
+estimate is ``(agree - 2**-bits) / (1 - 2**-bits)`` (b-bit collision correction). Cost: a sort of
+the shingle hashes, independent of ``bins``. Values are packed into uint32 words (``32 / bits``
+bins a word, bin ``i`` at bits ``bits * (i % per_word)`` of word ``i // per_word``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from raycorpus.process.hashing import fmix64, splitmix64
+
+_SALT = 0x4F50485F534B5448  # "OPH_SKTH": the sketch's constants differ from the MinHasher's
+_TRIES = 32  # densification candidates drawn at a time per empty bin
+
+
+class OphSketch:
+    """``bins`` one-permutation-hashing samples of ``bits`` bits each, packed into ``words`` uint32."""
+
+    def __init__(self, bins: int = 1536, bits: int = 1, seed: int = 1):
+        if bits not in (1, 2, 4, 8, 16) or bins < 1 or bins * bits % 32:
+            raise ValueError(f"{bins} bins x {bits} bits: bits must be 1, 2, 4, 8 or 16 and fill whole uint32 words")
+        self.bins, self.bits = bins, bits
+        self.per_word = 32 // bits
+        self.words = bins * bits // 32
+        a, b, c = splitmix64(seed ^ _SALT, 3)
+        self._a, self._b, self._c = np.uint64(a | 1), np.uint64(b), np.uint64(c)
+        self._shifts = (np.arange(self.per_word, dtype=np.uint32) * np.uint32(bits))[None, :]
+        fold = 0
+        for i in range(self.per_word):
+            fold |= 1 << (i * bits)
+        self._low = np.uint32(fold)  # the lowest bit of each value in a word
+        self.chance = 2.0 ** -bits
+
+    def values(self, shingles: np.ndarray) -> np.ndarray:
+        """``(bins,)`` uint32: the low ``bits`` bits of each bin's smallest hash, empty bins densified."""
+        h = np.asarray(shingles, np.uint64) * self._a
+        h += self._b
+        h = np.sort(fmix64(h))
+        b = ((h >> np.uint64(32)) * np.uint64(self.bins)) >> np.uint64(32)  # range split: sorted h, sorted bins
+        first = np.ones(h.size, bool)
+        np.not_equal(b[1:], b[:-1], out=first[1:])
+        filled = np.zeros(self.bins, bool)
+        vals = np.zeros(self.bins, np.uint32)
+        filled[b[first].astype(np.intp)] = True
+        vals[b[first].astype(np.intp)] = (h[first] & np.uint64((1 << self.bits) - 1)).astype(np.uint32)
+        if h.size and not filled.all():
+            self._densify(vals, filled)
+        return vals
+
+    def _densify(self, vals: np.ndarray, filled: np.ndarray) -> None:
+        """Each empty bin ``i`` takes the value of the first non-empty bin in its sequence
+        ``fmix64(i * c + t) % bins`` (t = 1, 2, ...): a function of the bin alone, so two documents
+        that share the chosen bin's sample agree there as often as in a sampled bin."""
+        todo = np.flatnonzero(~filled).astype(np.uint64)
+        t0 = 1
+        while todo.size:
+            t = np.arange(t0, t0 + _TRIES, dtype=np.uint64)[None, :]
+            cand = (fmix64(todo[:, None] * self._c + t) % np.uint64(self.bins)).astype(np.intp)
+            hit = filled[cand]
+            found = hit.any(axis=1)
+            src = cand[found, hit[found].argmax(axis=1)]
+            vals[todo[found].astype(np.intp)] = vals[src]
+            todo, t0 = todo[~found], t0 + _TRIES
+
+    def pack(self, vals: np.ndarray) -> np.ndarray:
+        """``(..., bins)`` values -> ``(..., words)`` uint32."""
+        v = np.asarray(vals, np.uint32).reshape(*vals.shape[:-1], self.words, self.per_word)
+        return np.bitwise_or.reduce(v << self._shifts, axis=-1).astype(np.uint32)
+
+    def sketch(self, shingles: np.ndarray) -> np.ndarray:
+        """The packed ``(words,)`` uint32 sketch of a document's shingle hashes (zeros for none)."""
+        if not np.asarray(shingles).size:
+            return np.zeros(self.words, np.uint32)
+        return self.pack(self.values(shingles))
+
+    def agree(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Bins whose values agree, row-wise over packed sketches (broadcasting)."""
+        x = np.bitwise_xor(a, b, dtype=np.uint32)
+        any_bit = x.copy()
+        for s in range(1, self.bits):  # shifts of x itself: a value's bits only, never the next value's
+            any_bit |= x >> np.uint32(s)
+        differ = np.bitwise_count(any_bit & self._low).sum(axis=-1, dtype=np.int64)
+        return self.bins - differ
+
+    def estimate(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | float:
+        """Jaccard estimated from packed sketches: ``(agree / bins - 2**-bits) / (1 - 2**-bits)``, >= 0."""
+        m = self.agree(a, b) / self.bins
+        est = np.maximum(0.0, (m - self.chance) / (1.0 - self.chance))
+        return float(est) if np.ndim(est) == 0 else est
+
+
+#: The index's OPH verification sketch: 1536 bins of 1 bit, 192 bytes (112 x 16-bit values took 224), so that
+#: tables + id + sketch stay under 500 bytes per indexed document at any table load.
+OPH_BINS, OPH_BITS = 1536, 1
+
+
+class Signer:
+    """A document's row for the dedup index: its ``num_perm`` MinHash values (low 32 bits; the bands'),
+    followed, with ``verify_sketch: oph``, by the packed OPH sketch (``OPH_BINS x OPH_BITS`` bits) that
+    verification keeps. One pass over the shingles feeds both. Not thread-safe (the MinHasher's buffers)."""
+
+    def __init__(self, num_perm: int = 112, ngram: int = 5, seed: int = 1, sketch: bool = True):
+        from raycorpus.process.dedup.minhash import MinHasher
+
+        self.minhasher = MinHasher(num_perm, ngram, seed)
+        self.sketch = OphSketch(OPH_BINS, OPH_BITS, seed) if sketch else None
+        self.width = num_perm + (self.sketch.words if self.sketch else 0)
+
+    def signature(self, text: str) -> np.ndarray:
+        """The ``(width,)`` uint32 row of ``text``."""
+        x = self.minhasher.shingle_hashes(text)
+        sig = self.minhasher.signature_of(x).astype(np.uint32)
+        if self.sketch is None:
+            return sig
+        return np.concatenate([sig, self.sketch.sketch(x)])
+
+    def signatures(self, texts) -> np.ndarray:
+        """``(len(texts), width)`` uint32 rows."""
+        out = np.empty((len(texts), self.width), np.uint32)
+        for i, t in enumerate(texts):
+            out[i] = self.signature(t)
+        return out

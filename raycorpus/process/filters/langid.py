@@ -13,7 +13,8 @@ Labels are the model's (lid.176: ISO 639-1 where one exists, but ``no`` for Norw
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import Field
 
@@ -60,6 +61,8 @@ class LanguageFilter(Filter):
     name = "langid"
     counter_name = "lang"  # drop:lang:not_kept:de, as counters have always been spelled
     settings = LangIdConfig
+    thresholds = frozenset({"keep", "threshold", "thresholds"})
+    metadata_keys = ("lang", "lang_score")
 
     def __init__(self, cfg: LangIdConfig):
         self.model = load_fasttext(cfg.model)
@@ -74,10 +77,23 @@ class LanguageFilter(Filter):
         label, score = predict_one(self.model, view.text)
         doc.metadata["lang"] = label
         doc.metadata["lang_score"] = score
-        signals = {"lang": label, "lang_score": score}
-        if self.keep is not None and label not in self.keep:
-            return FilterResult(reason=f"not_kept:{label}", signals=signals)
-        thr = self.thresholds.get(label, self.threshold)
-        if score < thr:
-            return FilterResult(reason=f"{label}<{thr}", signals=signals)
-        return FilterResult(signals=signals)
+        return FilterResult(reason=verdict(label, score, self.keep, self.threshold, self.thresholds),
+                            signals={"lang": label, "lang_score": score})
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: LangIdConfig, recorded: str | None) -> str | None:
+        if recorded == "error":
+            return recorded
+        keep = frozenset(settings.keep) if settings.keep is not None else None
+        return verdict(str(signals["lang"]), float(signals["lang_score"]), keep, settings.threshold,
+                       settings.thresholds)
+
+
+def verdict(label: str, score: float, keep: frozenset[str] | None, threshold: float,
+            thresholds: Mapping[str, float]) -> str | None:
+    """Why a document of ``label`` at ``score`` is dropped, or None: the one rule of the live stage and
+    of ``raycorpus select``."""
+    if keep is not None and label not in keep:
+        return f"not_kept:{label}"
+    thr = thresholds.get(label, threshold)
+    return f"{label}<{thr}" if score < thr else None

@@ -27,6 +27,7 @@ from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
 from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
+from raycorpus.process.tagrecord import TagRecord, write_tag_record
 from raycorpus.process.tokenize import TokenEncoder
 
 READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS, TOKENIZE_NS = (
@@ -53,6 +54,7 @@ class WarcProcessor:
         self.extractor = Extractor(cfg.extract)
         self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
         self.exclusions = cfg.filters.exclusions
+        self.tag = self.chain is not None and self.chain.tag  # keep what `raycorpus select` needs (tagrecord)
         d = cfg.dedup
         self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
         if self.minhasher is not None:
@@ -65,6 +67,7 @@ class WarcProcessor:
         hashes: list[int] = []
         sigs: list[np.ndarray] = []
         excluded: list[dict] = []
+        failed: list[tuple[str, str]] | None = [] if self.tag else None
         clock = time.perf_counter_ns
         with self.storage.open_read(url) as stream:
             records = iter_html_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
@@ -75,7 +78,7 @@ class WarcProcessor:
                 if rec is None:
                     break
                 counts[ck.HTML] += 1
-                doc = self._document(rec, counts, excluded)
+                doc = self._document(rec, counts, excluded, failed)
                 if doc is None or not self._hash(doc, counts, excluded, hashes, sigs):
                     continue
                 counts[ck.KEPT] += 1
@@ -85,6 +88,9 @@ class WarcProcessor:
             self._write_exclusions(ordinal, excluded)
         result = WarcResult(ordinal, url, docs, np.array(hashes, dtype=np.uint64), self._stack(sigs), counts,
                             bytes_read, 0.0)
+        if failed is not None:
+            write_tag_record(self.storage, self.cfg.output.path, ordinal,
+                             TagRecord(result.content_hashes, result.signatures, failed, counts, bytes_read))
         if self.encoder is not None:
             t = clock()
             result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
@@ -92,7 +98,8 @@ class WarcProcessor:
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _document(self, rec: HtmlRecord, counts: Counter, excluded: list[dict]) -> Document | None:
+    def _document(self, rec: HtmlRecord, counts: Counter, excluded: list[dict],
+                  failed: list[tuple[str, str]] | None = None) -> Document | None:
         """The record's document after extraction and the filter chain, or None (dropped, counted)."""
         if self.chain and (reason := self.chain.check_url(rec.url, counts)):
             self._exclude(excluded, rec.url, rec.record_id, None, reason)
@@ -102,6 +109,8 @@ class WarcProcessor:
         counts[EXTRACT_NS] += time.perf_counter_ns() - t
         if text is None:
             counts[ck.drop("extract", reason)] += 1
+            if failed is not None:
+                failed.append((rec.url, reason))
             self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
             return None
         doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,

@@ -21,6 +21,7 @@ from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
+from raycorpus.process.select import SelectProcessor, SelectSource
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime import faults
 from raycorpus.runtime.closer import ShardCloser
@@ -51,11 +52,14 @@ class WarcWorker(Measured):
     """Stateless: one WARC in; (summary, documents, dedup keys, staged tokens) out. The tokens themselves
     go to the output's ``tokens/`` folder, not to the head."""
 
-    def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None):
+    def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None,
+                 select: SelectSource | None = None):
+        """``select``: read a tag-mode output instead of the WARCs (``raycorpus select``)."""
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per worker: Ray schedules the rest
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         encoder = TokenEncoder(cfg.tokenizer, tokenizer_json) if tokenizer_json else None  # None: no tokens
-        self.processor = WarcProcessor(cfg, resources=resources, encoder=encoder)
+        self.processor = (WarcProcessor(cfg, resources=resources, encoder=encoder) if select is None
+                          else SelectProcessor(cfg, select.path, encoder, select.failed))
         self.metrics = Metrics(cfg.output.path)
         self.out_url = cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()

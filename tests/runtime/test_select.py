@@ -4,11 +4,17 @@ thresholds (shards, trainer formats, documents, dedup records, counts), without 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from raycorpus.cli import main
 from raycorpus.ingest.storage import Storage
+from raycorpus.output.ledger import Ledger
 from raycorpus.process.select import SelectError, check_select_config, open_source
 from tests.support.corpus import make_config, run
 
@@ -44,6 +50,13 @@ def select(cfg, source_path: Path) -> dict:
     return run_build(cfg, prepare_tokenizer(cfg).meta(), work=select_work(cfg, source), source=source.identity)
 
 
+def raw_config(crawl, out: Path, **filters) -> dict:
+    c, tok = crawl
+    return {"input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000, **OUTPUT},
+            "tokenizer": {"path": tok}, "warc": {"retry_backoff_seconds": 0.1},
+            "run": {"checkpoint_interval_seconds": 0, "progress": "off"}, "filters": filters}
+
+
 @pytest.fixture(scope="module")
 def tagged(crawl, tmp_path_factory, ray_address):
     c, tok = crawl
@@ -52,9 +65,17 @@ def tagged(crawl, tmp_path_factory, ray_address):
     return out
 
 
-def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tagged, reference, tmp_path):
+@pytest.fixture(scope="module")
+def filtered(crawl, tmp_path_factory, ray_address):
+    """A filter-mode run with the thresholds T: what select must reproduce."""
     c, tok = crawl
-    filtered = run(make_config(str(c.manifest_path), str(tmp_path / "filter"), tok, output=OUTPUT, filters=T))
+    out = tmp_path_factory.mktemp("filtered") / "out"
+    return out, run(make_config(str(c.manifest_path), str(out), tok, output=OUTPUT, filters=T))
+
+
+def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tagged, filtered, reference, tmp_path):
+    c, tok = crawl
+    filter_out, filtered = filtered
     selected = select(make_config(str(c.manifest_path), str(tmp_path / "select"), tok, output=OUTPUT, filters=T),
                       tagged)
     assert counts(selected) == counts(filtered)
@@ -62,6 +83,41 @@ def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tag
     dropped = filtered["docs"]["dropped"]
     assert "lang:not_kept:de" not in dropped and "lang:en<0.5" in dropped  # langid keep and threshold
     assert dropped["gopher_quality:too_few_words"] > reference[1]["docs"]["dropped"]["gopher_quality:too_few_words"]
-    ours, theirs = digests(tmp_path / "select"), digests(tmp_path / "filter")
+    ours, theirs = digests(tmp_path / "select"), digests(filter_out)
     assert ours and any(k.startswith("documents/") for k in ours)
     assert ours == theirs
+
+
+def test_select_killed_mid_run_resumes_to_the_same_bytes(crawl, tagged, filtered, tmp_path):
+    """The driver is SIGKILLed when a worker reaches WARC #4; the same command resumes and reads no committed
+    WARC again."""
+    filter_out, filter_summary = filtered
+    out = tmp_path / "select"
+    cfg_path = tmp_path / "select.yaml"
+    cfg_path.write_text(json.dumps(raw_config(crawl, out, **T) | {"ray": {"workers": 1}}))
+    cmd = [sys.executable, "-m", "raycorpus.cli", "select", str(tagged), str(cfg_path)]
+    killed = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "RAYCORPUS_FAULT": "processed:4"})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    before = Ledger(Storage(), str(out)).load()
+    assert before.next_ordinal < 8
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["this_run"]["resumed_at"] == before.next_ordinal
+    assert counts(s) == counts(filter_summary)
+    assert digests(out) == digests(filter_out)
+
+
+def test_select_refuses_a_changed_rewriting_stage_and_a_source_that_is_not_tagged(crawl, tagged, reference,
+                                                                                  tmp_path, capsys):
+    cfg_path = tmp_path / "pii.yaml"
+    cfg_path.write_text(json.dumps(raw_config(crawl, tmp_path / "pii", pii={"email": False})))
+    assert main(["select", str(tagged), str(cfg_path)]) == 2
+    assert "filters.pii.email" in capsys.readouterr().err
+    assert not (tmp_path / "pii").exists()  # refused before anything was written
+    cfg_path.write_text(json.dumps(raw_config(crawl, tmp_path / "x", **T)))
+    assert main(["select", str(reference[0]), str(cfg_path)]) == 2
+    assert "not a tag-mode output" in capsys.readouterr().err
+    with pytest.raises(SelectError, match="not a raycorpus output"):
+        open_source(Storage(), str(tmp_path / "nothing"))

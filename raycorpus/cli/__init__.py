@@ -1,4 +1,4 @@
-"""Command line: raycorpus run | select | demo | train-tokenizer | bench | plan | verify | inspect | mix | eval | summary.
+"""Command line: raycorpus run | demo | train-tokenizer | bench | plan | verify | inspect | mix | eval | summary.
 
 The faces of raycorpus: this module is the flat argparse table; each command is one module of
 this package (``raycorpus.cli.<command>``), imported only when it runs, so ``--help`` stays fast.

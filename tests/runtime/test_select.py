@@ -52,7 +52,8 @@ def select(cfg, source_path: Path) -> dict:
 
 def raw_config(crawl, out: Path, **filters) -> dict:
     c, tok = crawl
-    return {"input": {"manifest": str(c.manifest_path)}, "output": {"path": str(out), "shard_size_tokens": 5000, **OUTPUT},
+    return {"input": {"manifest": str(c.manifest_path)},
+            "output": {"path": str(out), "shard_size_tokens": 5000, **OUTPUT},
             "tokenizer": {"path": tok}, "warc": {"retry_backoff_seconds": 0.1},
             "run": {"checkpoint_interval_seconds": 0, "progress": "off"}, "filters": filters}
 

@@ -1,0 +1,114 @@
+"""`raycorpus select`'s core: re-deciding a document from what a tag-mode chain recorded gives exactly the
+live filter-mode chain's decision, text and metadata, under thresholds other than the tag run's."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+
+import pytest
+
+from raycorpus import counts as ck
+from raycorpus.config import ConfigError
+from raycorpus.process.document import Document
+from raycorpus.process.filters import Chain
+from raycorpus.process.select import SelectProcessor, check_select_config, recorded_reasons
+from tests.support.corpus import make_config
+from tests.support.paths import SHARED, need_shared
+
+PAGES = SHARED / "data" / "extraction" / "trafilatura-eval"
+THRESHOLDS = [
+    {},  # the tag run's own
+    {"langid": {"threshold": 0.5, "keep": ["en", "de"]}, "gopher_quality": {"min_words": 80},
+     "gopher_repetition": {"dup_line_frac": 0.2}, "c4": {"min_sentences": 3}, "fineweb": {"min_line_punct_ratio": 0.3}},
+    {"langid": {"keep": None, "thresholds": {"de": 0.9}}, "gopher_quality": {"min_words": 10, "min_stop_words": 4,
+     "max_bullet_lines_ratio": 0.5}, "c4": {"min_sentences": 8}, "fineweb": {"max_short_line_ratio": 0.5,
+     "max_newline_word_ratio": 0.1}, "gopher_repetition": {"dup_para_char_frac": 0.05}},
+]
+
+
+def config(out="/tmp/unused", **filters):
+    return make_config("/tmp/manifest", out, "/tmp/tokenizer.json", filters=filters)
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[str]:
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+    texts = []
+    for path in sorted(need_shared(PAGES).glob("*/*.html.gz"))[::3]:
+        raw = gzip.decompress(path.read_bytes())
+        texts.append(extract_plain_text(bytes_to_str(raw, detect_encoding(raw)), main_content=True))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def records(pages) -> list[Document]:
+    """The pages as a tag-mode run with the default thresholds records them."""
+    chain = Chain(config(mode="tag").filters)
+    return [tagged(chain, text) for text in pages]
+
+
+def tagged(chain: Chain, text: str) -> Document:
+    """The document as a tag-mode output's documents/ file gives it back (metadata through JSON)."""
+    doc = Document(text, "https://example.com/a", "<urn:uuid:1>", "2024-01-01", {"charset": "utf-8"})
+    chain(doc, Counter())
+    return Document(doc.text, doc.url, doc.record_id, doc.date, json.loads(json.dumps(doc.metadata)))
+
+
+@pytest.mark.parametrize("thresholds", THRESHOLDS, ids=["same", "stricter-and-looser", "other"])
+def test_redecided_documents_match_the_live_filter_chain_on_real_pages(pages, records, thresholds):
+    cfg = config(**thresholds)
+    live, select = Chain(cfg.filters), SelectProcessor(cfg, "/tmp/unused-source")
+    live_counts, select_counts = Counter(), Counter()
+    kept = 0
+    for text, record in zip(pages, records, strict=True):
+        doc = Document(text, "https://example.com/a", "<urn:uuid:1>", "2024-01-01", {"charset": "utf-8"})
+        reason = live(doc, live_counts)
+        assert select._drop(record, select_counts) == (reason is not None)
+        if reason is None:
+            kept += 1
+            mine = select._filter_mode_doc(record)
+            assert (mine.text, mine.metadata) == (doc.text, doc.metadata)
+    drops = {k: n for k, n in live_counts.items() if k.kind is ck.Kind.DROP}
+    assert drops == select_counts  # the same reason for every dropped page
+    assert 0 < kept < len(pages) and len({k.name for k in drops}) >= 3
+
+
+def test_a_threshold_changes_the_decision_and_a_recorded_error_stays():
+    text = ("The cat sat on the mat and looked at the door. It was a sunny day in the small town by the sea. "
+            "Children played in the park while their parents talked about the weather and the news.")
+    record = tagged(Chain(config(mode="tag").filters), text)
+    assert "gopher_quality:too_few_words" in record.metadata["would_drop"]
+    assert "c4:too_few_sentences" in record.metadata["would_drop"]
+    assert not SelectProcessor(config(gopher_quality={"min_words": 5}, c4={"min_sentences": 1}), "/x")._drop(
+        record, Counter())
+    counts = Counter()
+    assert SelectProcessor(config(gopher_quality={"min_words": 5}), "/x")._drop(record, counts)
+    assert counts == Counter({ck.drop("c4", "too_few_sentences"): 1})
+    counts.clear()
+    assert SelectProcessor(config(), "/x")._drop(record, counts)
+    assert counts == Counter({ck.drop("gopher_quality", "too_few_words"): 1})
+    record.metadata["would_drop"] = ["error:gopher_quality"]
+    counts.clear()
+    assert SelectProcessor(config(gopher_quality={"min_words": 1}), "/x")._drop(record, counts)
+    assert counts == Counter({ck.drop("error", "gopher_quality"): 1})
+    assert recorded_reasons(["lang:not_kept:de", "error:c4", "dedup:near"]) == {
+        "lang": "not_kept:de", "c4": "error", "dedup": "near"}
+
+
+def test_select_config_may_change_thresholds_only():
+    tag = config(mode="tag").model_dump(mode="json")
+    check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/other-tokenizer.json",
+                                         filters=THRESHOLDS[1], dedup={"threshold": 0.7, "bands": 8, "rows": 14}))
+    for change, field in [({"filters": {"pii": {"email": False}}}, "filters.pii.email"),
+                          ({"filters": {"gopher_quality": {"stop_words": ["a"]}}}, "filters.gopher_quality.stop_words"),
+                          ({"filters": {"fineweb": {"short_line_chars": 10}}}, "filters.fineweb.short_line_chars"),
+                          ({"dedup": {"num_perm": 128}}, "dedup.num_perm"),
+                          ({"extract": {"main_content": False}}, "extract.main_content"),
+                          ({"filters": {"mode": "tag"}}, "filters.mode"),
+                          ({"filters": {"exclusions": {"enabled": True}}}, "filters.exclusions")]:
+        with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+            check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/tokenizer.json", **change))

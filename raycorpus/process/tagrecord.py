@@ -57,10 +57,11 @@ def write_tag_record(storage: Storage, out_url: str, ordinal: int, rec: TagRecor
 
 def read_tag_record(storage: Storage, out_url: str, ordinal: int) -> TagRecord:
     with np.load(io.BytesIO(storage.read_bytes(record_url(out_url, ordinal))), allow_pickle=False) as z:
-        counts = Counter({ck.Key.parse(str(k)): int(v) for k, v in zip(z["count_keys"], z["count_values"], strict=True)})
-        return TagRecord(z["hashes"], z["signatures"] if "signatures" in z.files else None,
-                         list(zip(map(str, z["failed_urls"]), map(str, z["failed_reasons"]), strict=True)), counts,
-                         int(z["bytes_read"]))
+        keys, values = z["count_keys"], z["count_values"]
+        counts = Counter({ck.Key.parse(str(k)): int(v) for k, v in zip(keys, values, strict=True)})
+        failed = list(zip(map(str, z["failed_urls"]), map(str, z["failed_reasons"]), strict=True))
+        signatures = z["signatures"] if "signatures" in z.files else None
+        return TagRecord(z["hashes"], signatures, failed, counts, int(z["bytes_read"]))
 
 
 def config_url(out_url: str) -> str:

@@ -31,7 +31,8 @@ from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import RUN_FILE, Ledger
 from raycorpus.process.document import Document
-from raycorpus.process.filters import Filter
+from raycorpus.process.filters import Filter, FiltersConfig
+from raycorpus.process.filters.registry import stages
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tagrecord import CONFIG_FILE, TAGS_DIR, kept_config, read_tag_config, read_tag_record
 from raycorpus.process.tokenize import TokenEncoder
@@ -86,10 +87,13 @@ def open_source(storage: Storage, path: str) -> SelectSource:
 def free_fields(cfg: Config) -> set[str]:
     """The dotted settings select may change under ``cfg``'s chain."""
     free = set(FREE)
-    for cls, _ in cfg.filters.enabled_stages():
-        if cls.needs == "url":
-            free.add(f"filters.{cls.name}")  # run again on the record's URL
-        free.update(f"filters.{cls.name}.{field}" for field in cls.thresholds)
+    registry = stages()
+    for name in cfg.filters.stage_names:
+        cls, settings = registry[name], cfg.filters.section(name)
+        if cls.needs == "url" or (cls.removable and not settings.enabled):
+            free.add(f"filters.{name}")  # run again on the record's URL, or switched off
+        elif settings.enabled:
+            free.update(f"filters.{name}.{field}" for field in cls.thresholds)
     return free
 
 
@@ -103,9 +107,20 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
                           "no text as it stood when a stage dropped it); set enabled: false")
     if tag_dump.get("filters", {}).get("mode") != "tag":
         raise SelectError("the source was not built with filters.mode: tag")
-    if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")), free_fields(cfg))):
+    if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")),
+                                  free_fields(cfg))):
         raise ConfigError(f"{path}: differs from the tag run's, and select can only change thresholds "
                           f"(see README, raycorpus select); use the tag run's value")
+    tagged = tag_filters(tag_dump)
+    for cls, settings in cfg.filters.enabled_stages():
+        if (field := cls.select_problem(tagged.section(cls.name), settings)) is not None:
+            raise ConfigError(f"filters.{cls.name}.{field}: the tag run did not record the signals this needs "
+                              f"({getattr(settings, field)!r}); use values the tag run measured")
+
+
+def tag_filters(tag_dump: dict) -> FiltersConfig:
+    """The tag run's ``filters`` section, validated again."""
+    return FiltersConfig.model_validate(tag_dump["filters"])
 
 
 def _first_difference(old: Any, new: Any, free: set[str], path: str = "") -> str | None:
@@ -126,16 +141,16 @@ class SelectProcessor:
 
     chain = None  # the runtime asks a processor for its chain (tag mode): select is filter mode
 
-    def __init__(self, cfg: Config, source: str, encoder: TokenEncoder | None = None,
-                 failed: dict[int, str] | None = None):
-        self.cfg, self.source, self.encoder = cfg, source, encoder
-        self.failed = failed or {}  # ordinal -> error of the WARCs the tag run listed as failed
+    def __init__(self, cfg: Config, source: SelectSource, encoder: TokenEncoder | None = None):
+        self.cfg, self.source, self.encoder = cfg, source.path, encoder
+        self.failed = source.failed  # ordinal -> error of the WARCs the tag run listed as failed
         self.storage = Storage(cfg.storage)
-        stages = cfg.filters.enabled_stages()
-        self.url_stages = [cls.create(settings) for cls, settings in stages if cls.needs == "url"]
+        enabled = cfg.filters.enabled_stages()
+        self.url_stages = [cls.create(settings) for cls, settings in enabled if cls.needs == "url"]
         self.text_stages = [(cls, settings, frozenset(settings.languages) if settings.languages else None)
-                            for cls, settings in stages if cls.needs == "text"]
-        self.signal_keys = _signal_filter(cls for cls, _, _ in self.text_stages)
+                            for cls, settings in enabled if cls.needs == "text"]
+        tagged = [cls for cls, _ in tag_filters(source.config).enabled_stages() if cls.needs == "text"]
+        self.signal_keys = _signal_filter(tagged, [cls for cls, _, _ in self.text_stages])
         self.near = cfg.dedup.near
 
     def process(self, ordinal: int, url: str) -> WarcResult:
@@ -212,13 +227,11 @@ def recorded_reasons(would_drop: list[str]) -> dict[str, str]:
     return out
 
 
-def _signal_filter(stages) -> Any:
-    """A predicate: is a metadata key a tag-only signal of one of ``stages`` (not one it also writes in
-    filter mode)?"""
-    names, keep = set(), set()
-    for cls in stages:
-        names.add(cls.name)
-        keep.update(cls.metadata_keys)
+def _signal_filter(tagged: list[type[Filter]], running: list[type[Filter]]) -> Any:
+    """A predicate: is a metadata key a signal of one of the ``tagged`` stages that filter mode does not
+    write (a tag-only signal, or any key of a stage select switched off)?"""
+    names = {cls.name for cls in tagged}
+    keep = {key for cls in running for key in cls.metadata_keys}
     return lambda key: key not in keep and (key in names or key.split(".", 1)[0] in names)
 
 

@@ -59,7 +59,7 @@ class WarcWorker(Measured):
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         encoder = TokenEncoder(cfg.tokenizer, tokenizer_json) if tokenizer_json else None  # None: no tokens
         self.processor = (WarcProcessor(cfg, resources=resources, encoder=encoder) if select is None
-                          else SelectProcessor(cfg, select.path, encoder, select.failed))
+                          else SelectProcessor(cfg, select, encoder))
         self.metrics = Metrics(cfg.output.path)
         self.out_url = cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()

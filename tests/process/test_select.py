@@ -13,7 +13,7 @@ from raycorpus import counts as ck
 from raycorpus.config import ConfigError
 from raycorpus.process.document import Document
 from raycorpus.process.filters import Chain
-from raycorpus.process.select import SelectProcessor, check_select_config, recorded_reasons
+from raycorpus.process.select import SelectProcessor, SelectSource, check_select_config, recorded_reasons
 from tests.support.corpus import make_config
 from tests.support.paths import SHARED, need_shared
 
@@ -25,11 +25,20 @@ THRESHOLDS = [
     {"langid": {"keep": None, "thresholds": {"de": 0.9}}, "gopher_quality": {"min_words": 10, "min_stop_words": 4,
      "max_bullet_lines_ratio": 0.5}, "c4": {"min_sentences": 8}, "fineweb": {"max_short_line_ratio": 0.5,
      "max_newline_word_ratio": 0.1}, "gopher_repetition": {"dup_para_char_frac": 0.05}},
+    {"fineweb": {"enabled": False}, "badwords": {"enabled": False}, "langid": {"keep": ["en", "de", "fr"]},
+     "gopher_repetition": {"top_n_grams": {2: 0.1, 4: 0.1}, "dup_n_grams": {5: 0.1, 10: 0.05}}},
 ]
+TAG_RUN = {"mode": "tag"}
 
 
 def config(out="/tmp/unused", **filters):
     return make_config("/tmp/manifest", out, "/tmp/tokenizer.json", filters=filters)
+
+
+def processor(cfg, tag_filters=TAG_RUN) -> SelectProcessor:
+    tag = config(**tag_filters).model_dump(mode="json")
+    check_select_config(tag, cfg)
+    return SelectProcessor(cfg, SelectSource("/tmp/unused-source", tag, "0" * 16))
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +67,11 @@ def tagged(chain: Chain, text: str) -> Document:
     return Document(doc.text, doc.url, doc.record_id, doc.date, json.loads(json.dumps(doc.metadata)))
 
 
-@pytest.mark.parametrize("thresholds", THRESHOLDS, ids=["same", "stricter-and-looser", "other"])
+@pytest.mark.parametrize("thresholds", THRESHOLDS,
+                         ids=["same", "stricter-and-looser", "other", "stages-off-and-ngrams"])
 def test_redecided_documents_match_the_live_filter_chain_on_real_pages(pages, records, thresholds):
     cfg = config(**thresholds)
-    live, select = Chain(cfg.filters), SelectProcessor(cfg, "/tmp/unused-source")
+    live, select = Chain(cfg.filters), processor(cfg)
     live_counts, select_counts = Counter(), Counter()
     kept = 0
     for text, record in zip(pages, records, strict=True):
@@ -83,17 +93,17 @@ def test_a_threshold_changes_the_decision_and_a_recorded_error_stays():
     record = tagged(Chain(config(mode="tag").filters), text)
     assert "gopher_quality:too_few_words" in record.metadata["would_drop"]
     assert "c4:too_few_sentences" in record.metadata["would_drop"]
-    assert not SelectProcessor(config(gopher_quality={"min_words": 5}, c4={"min_sentences": 1}), "/x")._drop(
+    assert not processor(config(gopher_quality={"min_words": 5}, c4={"min_sentences": 1}))._drop(
         record, Counter())
     counts = Counter()
-    assert SelectProcessor(config(gopher_quality={"min_words": 5}), "/x")._drop(record, counts)
+    assert processor(config(gopher_quality={"min_words": 5}))._drop(record, counts)
     assert counts == Counter({ck.drop("c4", "too_few_sentences"): 1})
     counts.clear()
-    assert SelectProcessor(config(), "/x")._drop(record, counts)
+    assert processor(config())._drop(record, counts)
     assert counts == Counter({ck.drop("gopher_quality", "too_few_words"): 1})
     record.metadata["would_drop"] = ["error:gopher_quality"]
     counts.clear()
-    assert SelectProcessor(config(gopher_quality={"min_words": 1}), "/x")._drop(record, counts)
+    assert processor(config(gopher_quality={"min_words": 1}))._drop(record, counts)
     assert counts == Counter({ck.drop("error", "gopher_quality"): 1})
     assert recorded_reasons(["lang:not_kept:de", "error:c4", "dedup:near"]) == {
         "lang": "not_kept:de", "c4": "error", "dedup": "near"}
@@ -109,6 +119,17 @@ def test_select_config_may_change_thresholds_only():
                           ({"dedup": {"num_perm": 128}}, "dedup.num_perm"),
                           ({"extract": {"main_content": False}}, "extract.main_content"),
                           ({"filters": {"mode": "tag"}}, "filters.mode"),
-                          ({"filters": {"exclusions": {"enabled": True}}}, "filters.exclusions")]:
+                          ({"filters": {"exclusions": {"enabled": True}}}, "filters.exclusions"),
+                          ({"filters": {"c4": {"enabled": False}}}, "filters.c4.enabled"),  # rewrites the text
+                          ({"filters": {"langid": {"enabled": False}}}, "filters.langid.enabled"),  # others read lang
+                          ({"filters": {"gopher_repetition": {"top_n_grams": {2: 0.2, 11: 0.1}}}},
+                           "filters.gopher_repetition.top_n_grams")]:  # an n the tag run did not measure
         with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
             check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/tokenizer.json", **change))
+
+
+def test_a_stage_the_tag_run_switched_off_cannot_be_switched_on():
+    tag = config(mode="tag", fineweb={"enabled": False}).model_dump(mode="json")
+    check_select_config(tag, config(fineweb={"enabled": False}, gopher_quality={"min_words": 10}))
+    with pytest.raises(ConfigError, match=r"filters\.fineweb\.enabled"):
+        check_select_config(tag, config())

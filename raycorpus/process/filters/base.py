@@ -112,6 +112,8 @@ class Filter:
     thresholds: ClassVar[frozenset[str]] = frozenset()
     #: metadata keys the stage writes in filter mode too (its other signals are tag mode's only)
     metadata_keys: ClassVar[tuple[str, ...]] = ()
+    #: select may switch the stage off: it neither rewrites the text nor sets what other stages read
+    removable: ClassVar[bool] = False
 
     @classmethod
     def label(cls) -> str:
@@ -130,6 +132,12 @@ class Filter:
         """The stage as the chain builds it: ``cls(settings)``, or ``cls(settings, resource)`` when
         there is a shared resource."""
         return cls(settings) if resource is None else cls(settings, resource)
+
+    @classmethod
+    def select_problem(cls, tagged: Any, settings: Any) -> str | None:
+        """The first of ``settings``' thresholds that the signals a run with ``tagged`` recorded cannot answer
+        for (a field name), or None."""
+        return None
 
     @classmethod
     def decide(cls, signals: Mapping[str, Any], settings: Any, recorded: str | None) -> str | None:
@@ -161,6 +169,8 @@ class RuleFilter(Filter):
     """A text stage made of lazy rules: ``_signals`` yields (signal, value) in rule order and
     :meth:`verdict` names the reason a value fails (the one rule both the live chain and
     :meth:`decide` apply, so re-deciding from recorded signals matches a live run exactly)."""
+
+    removable = True
 
     def __init__(self, cfg, all_signals: bool = False):
         self.cfg = cfg

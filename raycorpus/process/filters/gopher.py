@@ -142,8 +142,17 @@ class GopherRepetitionFilter(RuleFilter):
 
     name = "gopher_repetition"
     settings = GopherRepetitionConfig
-    thresholds = frozenset({"dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac"})
+    thresholds = frozenset({"dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac",
+                            "top_n_grams", "dup_n_grams"})
     cfg: GopherRepetitionConfig
+
+    @classmethod
+    def select_problem(cls, tagged: GopherRepetitionConfig, settings: GopherRepetitionConfig) -> str | None:
+        """An n the tag run did not measure (each n's fraction does not depend on the others')."""
+        for field in ("top_n_grams", "dup_n_grams"):
+            if set(getattr(settings, field)) - set(getattr(tagged, field)):
+                return field
+        return None
 
     def _signals(self, view: TextView) -> Iterator[tuple[str, float]]:
         cfg = self.cfg

@@ -31,6 +31,7 @@ class ModelQualityFilter(Filter):
 
     name = "model_quality"
     settings = ModelQualityConfig
+    removable = True
     metadata_keys = ("model_quality",)
 
     def __init__(self, cfg: ModelQualityConfig):

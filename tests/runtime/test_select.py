@@ -122,3 +122,16 @@ def test_select_refuses_a_changed_rewriting_stage_and_a_source_that_is_not_tagge
     assert "not a tag-mode output" in capsys.readouterr().err
     with pytest.raises(SelectError, match="not a raycorpus output"):
         open_source(Storage(), str(tmp_path / "nothing"))
+
+
+def test_a_select_output_refuses_to_resume_from_another_source(tmp_path):
+    from raycorpus.output.ledger import LedgerError
+    from raycorpus.runtime.driver import check_run_identity
+
+    ledger = Ledger(Storage(), str(tmp_path / "out"))
+    run_info = {"config_fingerprint": "f", "manifest": "m", "warcs": 8,
+                "source": {"path": "/a", "config_fingerprint": "1"}}
+    check_run_identity(ledger, run_info)
+    check_run_identity(ledger, run_info)  # the same source: resumes
+    with pytest.raises(LedgerError, match="different source"):
+        check_run_identity(ledger, run_info | {"source": {"path": "/a", "config_fingerprint": "2"}})

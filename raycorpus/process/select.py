@@ -87,6 +87,8 @@ def open_source(storage: Storage, path: str) -> SelectSource:
 def free_fields(cfg: Config) -> set[str]:
     """The dotted settings select may change under ``cfg``'s chain."""
     free = set(FREE)
+    if not cfg.dedup.near:  # no signatures read: any the tag run kept (or none) will do
+        free.update(("dedup.near", "dedup.num_perm", "dedup.ngram", "dedup.seed"))
     registry = stages()
     for name in cfg.filters.stage_names:
         cls, settings = registry[name], cfg.filters.section(name)

@@ -31,8 +31,8 @@ THRESHOLDS = [
 TAG_RUN = {"mode": "tag"}
 
 
-def config(out="/tmp/unused", **filters):
-    return make_config("/tmp/manifest", out, "/tmp/tokenizer.json", filters=filters)
+def config(out="/tmp/unused", dedup=None, **filters):
+    return make_config("/tmp/manifest", out, "/tmp/tokenizer.json", filters=filters, dedup=dedup or {})
 
 
 def processor(cfg, tag_filters=TAG_RUN) -> SelectProcessor:
@@ -113,6 +113,10 @@ def test_select_config_may_change_thresholds_only():
     tag = config(mode="tag").model_dump(mode="json")
     check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/other-tokenizer.json",
                                          filters=THRESHOLDS[1], dedup={"threshold": 0.7, "bands": 8, "rows": 14}))
+    check_select_config(tag, config(dedup={"near": False}))  # exact dedup only: the signatures are not read
+    untagged_near = config(mode="tag", dedup={"near": False}).model_dump(mode="json")
+    with pytest.raises(ConfigError, match=r"dedup\.near"):
+        check_select_config(untagged_near, config())
     for change, field in [({"filters": {"pii": {"email": False}}}, "filters.pii.email"),
                           ({"filters": {"gopher_quality": {"stop_words": ["a"]}}}, "filters.gopher_quality.stop_words"),
                           ({"filters": {"fineweb": {"short_line_chars": 10}}}, "filters.fineweb.short_line_chars"),

@@ -15,6 +15,7 @@ import pytest
 from raycorpus.cli import main
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
+from raycorpus.output.verify import format_checks, verify_output
 from raycorpus.process.select import SelectError, check_select_config, open_source
 from tests.support.corpus import make_config, run
 
@@ -87,6 +88,8 @@ def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tag
     ours, theirs = digests(tmp_path / "select"), digests(filter_out)
     assert ours and any(k.startswith("documents/") for k in ours)
     assert ours == theirs
+    checks = verify_output(Storage(), str(tmp_path / "select"))
+    assert all(c.ok for c in checks), format_checks(checks)
 
 
 def test_select_killed_mid_run_resumes_to_the_same_bytes(crawl, tagged, filtered, tmp_path):

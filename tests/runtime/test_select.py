@@ -92,6 +92,7 @@ def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tag
     assert all(c.ok for c in checks), format_checks(checks)
 
 
+@pytest.mark.slow
 def test_select_killed_mid_run_resumes_to_the_same_bytes(crawl, tagged, filtered, tmp_path):
     """The driver is SIGKILLed when a worker reaches WARC #4; the same command resumes and reads no committed
     WARC again."""

@@ -27,7 +27,6 @@ from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
 from raycorpus.process.hashing import normalize
 from raycorpus.process.results import WarcResult
-from raycorpus.process.tagrecord import TagRecord, write_tag_record
 from raycorpus.process.tokenize import TokenEncoder
 
 READ_NS, EXTRACT_NS, HASH_NS, MINHASH_NS, TOKENIZE_NS = (
@@ -54,7 +53,7 @@ class WarcProcessor:
         self.extractor = Extractor(cfg.extract)
         self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
         self.exclusions = cfg.filters.exclusions
-        self.tag = self.chain is not None and self.chain.tag  # keep what `raycorpus select` needs (tagrecord)
+        self.tag = self.chain is not None and self.chain.tag  # list extraction drops (`raycorpus select` reads them)
         d = cfg.dedup
         self.minhasher = MinHasher(d.num_perm, d.ngram, d.seed) if d.near else None
         if self.minhasher is not None:
@@ -88,9 +87,7 @@ class WarcProcessor:
             self._write_exclusions(ordinal, excluded)
         result = WarcResult(ordinal, url, docs, np.array(hashes, dtype=np.uint64), self._stack(sigs), counts,
                             bytes_read, 0.0)
-        if failed is not None:
-            write_tag_record(self.storage, self.cfg.output.path, ordinal,
-                             TagRecord(result.content_hashes, result.signatures, failed, counts, bytes_read))
+        result.extract_failed = failed
         if self.encoder is not None:
             t = clock()
             result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])

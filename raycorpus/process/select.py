@@ -34,7 +34,14 @@ from raycorpus.process.document import Document
 from raycorpus.process.filters import Filter, FiltersConfig
 from raycorpus.process.filters.registry import stages
 from raycorpus.process.results import WarcResult
-from raycorpus.process.tagrecord import CONFIG_FILE, TAGS_DIR, kept_config, read_tag_config, read_tag_record
+from raycorpus.process.tagrecord import (
+    CONFIG_FILE,
+    TAGS_DIR,
+    kept_config,
+    read_tag_config,
+    read_tag_record,
+    record_url,
+)
 from raycorpus.process.tokenize import TokenEncoder
 
 #: settings that select may change (dotted paths; a stage's ``thresholds`` are added per stage)
@@ -80,6 +87,10 @@ def open_source(storage: Storage, path: str) -> SelectSource:
     if not state.complete:
         raise SelectError(f"{path} is not finished ({state.next_ordinal} of {run.get('warcs')} WARCs committed): "
                           "resume the tag run first")
+    first = next((e["ordinal"] for e in ledger.iter_entries() if e.get("status") == "committed"), None)
+    if first is not None and not storage.exists(record_url(path, first)):
+        raise SelectError(f"{path} lacks the tag records select reads ({TAGS_DIR}/{first:09d}.npz): rebuild it "
+                          "in tag mode with this version")
     failed = {int(f["ordinal"]): str(f.get("error", "")) for f in state.failed}
     return SelectSource(path, config, run["config_fingerprint"], failed)
 
@@ -164,8 +175,8 @@ class SelectProcessor:
         if len(docs) != len(rec.hashes):
             raise SelectError(f"WARC #{ordinal}: {len(docs)} documents but {len(rec.hashes)} hashes in the tag output")
         counts = Counter({k: v for k, v in rec.counts.items() if not _redecided(k)})
-        for record_url, reason in rec.failed:
-            if not self._url_drop(record_url, counts):
+        for page_url, reason in rec.failed:
+            if not self._url_drop(page_url, counts):
                 counts[ck.drop("extract", reason)] += 1
         kept = [i for i, doc in enumerate(docs) if not self._url_drop(doc.url, counts) and not self._drop(doc, counts)]
         if kept:

@@ -176,3 +176,15 @@ def test_a_tag_record_reads_back_as_written(tmp_path):
     write_tag_record(Storage(), str(tmp_path), 43, TagRecord(np.zeros(0, np.uint64), None))
     empty = read_tag_record(Storage(), str(tmp_path), 43)
     assert empty.signatures is None and empty.failed == [] and len(empty.hashes) == 0
+
+
+def test_documents_are_read_from_parquet_when_the_tag_run_wrote_no_jsonl(tmp_path):
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.output.docfiles import write_parquet
+    from raycorpus.process.select import read_documents
+
+    docs = [Document("Ein Text.\n\nZweiter Absatz ü", "https://example.de/a", "<urn:uuid:1>", "2024-01-01",
+                     {"charset": "utf-8", "lang": "de", "lang_score": 0.93, "would_drop": ["lang:not_kept:de"]}),
+            Document("", "https://example.com/b", "<urn:uuid:2>", "2024-01-02", {"id": "7/0", "pii.emails": 1})]
+    write_parquet(Storage(), str(tmp_path), 7, docs, "w.warc.gz", {"tokenizer": "t"})
+    assert read_documents(Storage(), str(tmp_path), 7) == docs

@@ -174,6 +174,8 @@ class SelectProcessor:
         docs = read_documents(self.storage, self.source, ordinal)
         if len(docs) != len(rec.hashes):
             raise SelectError(f"WARC #{ordinal}: {len(docs)} documents but {len(rec.hashes)} hashes in the tag output")
+        for i, text in rec.texts.items():  # what the document files could not hold exactly (lone surrogates)
+            docs[i].text = text
         counts = Counter({k: v for k, v in rec.counts.items() if not _redecided(k)})
         for page_url, reason in rec.failed:
             if not self._url_drop(page_url, counts):

@@ -1,8 +1,9 @@
 """What a tag-mode run keeps beside its documents so that ``raycorpus select`` can redo dedup and the
 WARC's counters without reading the WARC again: per committed WARC ``tags/NNNNNNNNN.npz`` (the exact
-content hash and the MinHash signature of every document, in record order; the URL and reason of each
-record extraction dropped; the worker's counters and bytes read), and ``tags/config.json``, the
-config the run was built with (what select compares its own config with).
+content hash and the MinHash signature of every document, in record order; the URL and reason of
+each record extraction dropped; the worker's counters and bytes read; the rare texts UTF-8 document
+files cannot hold), and ``tags/config.json``, the config the run was built with (what select
+compares its own config with).
 """
 
 from __future__ import annotations
@@ -31,6 +32,18 @@ class TagRecord:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (url, reason) of each record extraction dropped
     counts: Counter = field(default_factory=Counter)  # the worker's counters, timings left out
     bytes_read: int = 0
+    texts: dict[int, str] = field(default_factory=dict)  # index -> text the document files cannot hold exactly
+
+
+def unwritable_texts(texts: list[str]) -> dict[int, str]:
+    """The texts (by index) that UTF-8 document files would alter (lone surrogates): kept in the record."""
+    out = {}
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            out[i] = text
+    return out
 
 
 def record_url(out_url: str, ordinal: int) -> str:
@@ -47,6 +60,8 @@ def write_tag_record(storage: Storage, out_url: str, ordinal: int, rec: TagRecor
         "count_keys": np.array([k.text() for k in keys], dtype=str),
         "count_values": np.array([rec.counts[k] for k in keys], np.int64),
         "bytes_read": np.array(rec.bytes_read, np.int64),
+        "text_index": np.array(sorted(rec.texts), np.int64),
+        "texts": np.array([rec.texts[i] for i in sorted(rec.texts)], dtype=str),
     }
     if rec.signatures is not None:
         arrays["signatures"] = np.asarray(rec.signatures, np.uint32)
@@ -61,7 +76,8 @@ def read_tag_record(storage: Storage, out_url: str, ordinal: int) -> TagRecord:
         counts = Counter({ck.Key.parse(str(k)): int(v) for k, v in zip(keys, values, strict=True)})
         failed = list(zip(map(str, z["failed_urls"]), map(str, z["failed_reasons"]), strict=True))
         signatures = z["signatures"] if "signatures" in z.files else None
-        return TagRecord(z["hashes"], signatures, failed, counts, int(z["bytes_read"]))
+        texts = dict(zip(map(int, z["text_index"]), map(str, z["texts"]), strict=True))
+        return TagRecord(z["hashes"], signatures, failed, counts, int(z["bytes_read"]), texts)
 
 
 def config_url(out_url: str) -> str:

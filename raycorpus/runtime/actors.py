@@ -22,7 +22,7 @@ from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
 from raycorpus.process.select import SelectProcessor, SelectSource
-from raycorpus.process.tagrecord import TagRecord, write_tag_record
+from raycorpus.process.tagrecord import TagRecord, unwritable_texts, write_tag_record
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime import faults
 from raycorpus.runtime.closer import ShardCloser
@@ -82,7 +82,7 @@ class WarcWorker(Measured):
         if tag:  # what `raycorpus select` reads instead of the WARC, durable before the WARC is committed
             write_tag_record(self.processor.storage, self.out_url, ordinal, TagRecord(
                 result.content_hashes, result.signatures, result.extract_failed or [], result.counts,
-                result.bytes_read))
+                result.bytes_read, unwritable_texts([d.text for d in result.docs])))
         staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded())
         return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), staged
 

@@ -162,20 +162,20 @@ def test_a_tag_record_reads_back_as_written(tmp_path):
     import numpy as np
 
     from raycorpus.ingest.storage import Storage
-    from raycorpus.process.tagrecord import TagRecord, read_tag_record, write_tag_record
+    from raycorpus.process.tagrecord import TagRecord, read_tag_record, unwritable_texts, write_tag_record
 
     counts = Counter({ck.HTML: 3, ck.drop("extract", "empty"): 1, ck.tag("lang", "not_kept:de"): 1,
                       ck.time_in("extract"): 12345})
     rec = TagRecord(np.array([2**64 - 1, 7], np.uint64), np.arange(2 * 112, dtype=np.uint32).reshape(2, 112),
-                    [("https://例え.jp/ü?q=1", "empty")], counts, 4096)
+                    [("https://例え.jp/ü?q=1", "empty")], counts, 4096, unwritable_texts(["fine", "lone \ud800 half"]))
     write_tag_record(Storage(), str(tmp_path), 42, rec)
     back = read_tag_record(Storage(), str(tmp_path), 42)
     assert back.hashes.tolist() == rec.hashes.tolist() and np.array_equal(back.signatures, rec.signatures)
-    assert back.failed == rec.failed and back.bytes_read == 4096
+    assert back.failed == rec.failed and back.bytes_read == 4096 and back.texts == {1: "lone \ud800 half"}
     assert back.counts == Counter({k: n for k, n in counts.items() if k.kind is not ck.Kind.TIME})
     write_tag_record(Storage(), str(tmp_path), 43, TagRecord(np.zeros(0, np.uint64), None))
     empty = read_tag_record(Storage(), str(tmp_path), 43)
-    assert empty.signatures is None and empty.failed == [] and len(empty.hashes) == 0
+    assert empty.signatures is None and empty.failed == [] == list(empty.texts) and len(empty.hashes) == 0
 
 
 def test_documents_are_read_from_parquet_when_the_tag_run_wrote_no_jsonl(tmp_path):

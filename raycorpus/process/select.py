@@ -18,6 +18,7 @@ tag run's: :func:`check_select_config` names the first that differs.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,12 +31,15 @@ from raycorpus.config import Config, ConfigError
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import RUN_FILE, Ledger
+from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.filters import Filter, FiltersConfig
+from raycorpus.process.filters.multilingual import language_settings, table_labels
 from raycorpus.process.filters.registry import stages
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tagrecord import (
     CONFIG_FILE,
+    EXPLICIT,
     TAGS_DIR,
     kept_config,
     read_tag_config,
@@ -129,11 +133,44 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
         if (field := cls.select_problem(tagged.section(cls.name), settings)) is not None:
             raise ConfigError(f"filters.{cls.name}.{field}: the tag run did not record the signals this needs "
                               f"({getattr(settings, field)!r}); use values the tag run measured")
+    if (problem := language_problem(tagged, cfg.filters)) is not None:
+        raise ConfigError(problem)
 
 
 def tag_filters(tag_dump: dict) -> FiltersConfig:
-    """The tag run's ``filters`` section, validated again."""
-    return FiltersConfig.model_validate(tag_dump["filters"])
+    """The tag run's ``filters`` section, validated again from the fields its stage sections wrote (so
+    FineWeb-2's per-language values fill the others as they did in the tag run; an output without that
+    list counts every field as written)."""
+    filters = dict(tag_dump["filters"])
+    for name, fields in tag_dump.get(EXPLICIT, {}).items():
+        if isinstance(filters.get(name), dict):
+            filters[name] = {k: v for k, v in filters[name].items() if k in fields}
+    return FiltersConfig.model_validate(filters)
+
+
+def language_problem(tagged: FiltersConfig, filters: FiltersConfig) -> str | None:
+    """With ``language_defaults: fineweb2``: the first stage field whose value for some language (the
+    config's, or FineWeb-2's where the config writes none) the tag run's signals cannot answer for (a
+    non-threshold field such as ``stop_words`` that differs, an n-gram size not measured), as
+    ``(field, label)``-naming text, or None."""
+    if filters.language_defaults != "fineweb2":
+        return None
+    for cls, settings in filters.enabled_stages():
+        if cls.needs != "text" or cls.language_settings is Filter.language_settings:
+            continue
+        old = tagged.section(cls.name)
+        for lang in table_labels():
+            mine = language_settings(cls, settings, lang) or settings
+            theirs = language_settings(cls, old, lang) or old
+            field = cls.select_problem(theirs, mine) or next(
+                (f for f in type(mine).model_fields if f not in cls.thresholds
+                 and getattr(mine, f) != getattr(theirs, f)), None)
+            if field is not None:
+                return (f"filters.{cls.name}.{field}: for documents labelled {lang}, FineWeb-2's per-language "
+                        f"defaults (filters.language_defaults: fineweb2) give {getattr(mine, field)!r}, the tag run "
+                        f"measured with {getattr(theirs, field)!r}: select cannot re-decide that; write the field "
+                        "in the stage's section as the tag run did (or leave it out as the tag run did)")
+    return None
 
 
 def _first_difference(old: Any, new: Any, free: set[str], path: str = "") -> str | None:
@@ -165,6 +202,9 @@ class SelectProcessor:
         tagged = [cls for cls, _ in tag_filters(source.config).enabled_stages() if cls.needs == "text"]
         self.signal_keys = _signal_filter(tagged, [cls for cls, _, _ in self.text_stages])
         self.near = cfg.dedup.near
+        self.url_dedup = cfg.dedup.url
+        # (stage index, language) -> its settings with FineWeb-2's values for the language, None if the same
+        self.languages: dict[tuple[int, str], Any] | None = {} if cfg.filters.language_defaults == "fineweb2" else None
 
     def process(self, ordinal: int, url: str) -> WarcResult:
         t0 = time.perf_counter()
@@ -186,6 +226,8 @@ class SelectProcessor:
         out = [self._filter_mode_doc(docs[i]) for i in kept]
         sigs = rec.signatures[kept] if self.near and rec.signatures is not None else None
         result = WarcResult(ordinal, url, out, rec.hashes[kept].astype(np.uint64), sigs, counts, rec.bytes_read, 0.0)
+        if self.url_dedup:  # the filter-mode worker's keys: the documents' URLs as the record gave them
+            result.url_hashes = np.array([url_key(d.url) for d in out], dtype=np.uint64)
         if self.encoder is not None:
             result.tokens, result.lengths = self.encoder.encode([d.text for d in out])
         result.seconds = time.perf_counter() - t0
@@ -207,14 +249,28 @@ class SelectProcessor:
         """The text stages re-decided from the recorded signals, first drop wins (as in filter mode)."""
         meta = doc.metadata
         recorded = recorded_reasons(meta.get("would_drop") or [])
-        for cls, settings, langs in self.text_stages:
-            if langs is not None and meta.get("lang") not in langs:
+        lang = meta.get("lang")
+        for i, (cls, settings, langs) in enumerate(self.text_stages):
+            if langs is not None and lang not in langs:
                 continue
+            suffix = ""
+            own = self._language_settings(i, cls, settings, lang) if isinstance(lang, str) else None
+            if own is not None:
+                settings, suffix = own, f"[{lang}]"  # as the live chain names the language
             reason = cls.decide(meta, settings, recorded.get(cls.label()))
             if reason:
-                counts[_drop_key(cls, reason)] += 1
+                counts[_drop_key(cls, reason if reason == "error" else reason + suffix)] += 1
                 return True
         return False
+
+    def _language_settings(self, index: int, cls: type[Filter], settings: Any, lang: str) -> Any:
+        """Text stage ``index``'s settings for documents labelled ``lang`` (cached), None when the same."""
+        if self.languages is None:
+            return None
+        key = (index, lang)
+        if key not in self.languages:
+            self.languages[key] = language_settings(cls, settings, lang)
+        return self.languages[key]
 
     def _filter_mode_doc(self, doc: Document) -> Document:
         meta = {k: v for k, v in doc.metadata.items() if k not in TAG_ONLY and not self.signal_keys(k)}
@@ -238,8 +294,11 @@ def recorded_reasons(would_drop: list[str]) -> dict[str, str]:
         if name == "error":
             out.setdefault(reason, "error")
         else:
-            out.setdefault(name, reason)
+            out.setdefault(name, LANG_SUFFIX.sub("", reason))  # stop_words[de]: the rule's reason
     return out
+
+
+LANG_SUFFIX = re.compile(r"\[[^\]]*]$")
 
 
 def _signal_filter(tagged: list[type[Filter]], running: list[type[Filter]]) -> Any:

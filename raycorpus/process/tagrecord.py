@@ -12,15 +12,22 @@ import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raycorpus import counts as ck
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 
+if TYPE_CHECKING:
+    from raycorpus.config import Config
+
 TAGS_DIR = "tags"
 CONFIG_FILE = "config.json"
 UNCOMPARED = ("ray", "run", "storage")  # settings that never change the output: not kept
+#: stage -> the fields its config section writes: FineWeb-2's per-language values fill the others
+#: (``filters.language_defaults``), so select needs them to know the tag run's settings per language
+EXPLICIT = "explicit_filter_settings"
 
 
 @dataclass(slots=True)
@@ -86,11 +93,18 @@ def config_url(out_url: str) -> str:
 
 def kept_config(cfg_dump: dict) -> dict:
     """A config's ``model_dump(mode="json")`` without the settings that never change the output."""
-    return {k: v for k, v in cfg_dump.items() if k not in UNCOMPARED}
+    return {k: v for k, v in cfg_dump.items() if k not in UNCOMPARED and k != EXPLICIT}
 
 
-def write_tag_config(storage: Storage, out_url: str, cfg_dump: dict) -> None:
-    body = json.dumps(kept_config(cfg_dump), sort_keys=True, indent=1).encode()
+def tag_config_dump(cfg: Config) -> dict:
+    """What ``tags/config.json`` keeps of a tag run's config: the settings that change the output, and
+    which fields each stage's section writes (:data:`EXPLICIT`)."""
+    explicit = {name: sorted(cfg.filters.section(name).model_fields_set) for name in cfg.filters.stage_names}
+    return {**kept_config(cfg.model_dump(mode="json")), EXPLICIT: explicit}
+
+
+def write_tag_config(storage: Storage, out_url: str, cfg: Config) -> None:
+    body = json.dumps(tag_config_dump(cfg), sort_keys=True, indent=1).encode()
     storage.write_atomic(config_url(out_url), body)
 
 

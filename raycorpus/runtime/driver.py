@@ -80,7 +80,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             **({"source": source} if source is not None else {}),
         })
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
-            write_tag_config(storage, cfg.output.path, cfg.model_dump(mode="json"))
+            write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})

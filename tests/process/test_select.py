@@ -14,6 +14,7 @@ from raycorpus.config import ConfigError
 from raycorpus.process.document import Document
 from raycorpus.process.filters import Chain
 from raycorpus.process.select import SelectProcessor, SelectSource, check_select_config, recorded_reasons
+from raycorpus.process.tagrecord import tag_config_dump
 from tests.support.corpus import make_config
 from tests.support.paths import SHARED, need_shared
 
@@ -36,7 +37,7 @@ def config(out="/tmp/unused", dedup=None, **filters):
 
 
 def processor(cfg, tag_filters=TAG_RUN) -> SelectProcessor:
-    tag = config(**tag_filters).model_dump(mode="json")
+    tag = tag_config_dump(config(**tag_filters))
     check_select_config(tag, cfg)
     return SelectProcessor(cfg, SelectSource("/tmp/unused-source", tag, "0" * 16))
 
@@ -110,11 +111,11 @@ def test_a_threshold_changes_the_decision_and_a_recorded_error_stays():
 
 
 def test_select_config_may_change_thresholds_only():
-    tag = config(mode="tag").model_dump(mode="json")
+    tag = tag_config_dump(config(mode="tag"))
     check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/other-tokenizer.json",
                                          filters=THRESHOLDS[1], dedup={"threshold": 0.7, "bands": 8, "rows": 14}))
     check_select_config(tag, config(dedup={"near": False}))  # exact dedup only: the signatures are not read
-    untagged_near = config(mode="tag", dedup={"near": False}).model_dump(mode="json")
+    untagged_near = tag_config_dump(config(mode="tag", dedup={"near": False}))
     with pytest.raises(ConfigError, match=r"dedup\.near"):
         check_select_config(untagged_near, config())
     for change, field in [({"filters": {"pii": {"email": False}}}, "filters.pii.email"),
@@ -132,8 +133,38 @@ def test_select_config_may_change_thresholds_only():
             check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/tokenizer.json", **change))
 
 
+
+def test_non_english_pages_are_redecided_with_their_language_s_fineweb2_settings(pages, records):
+    """keep: null under language_defaults: fineweb2: a page in a language of FineWeb-2's table is re-decided
+    with that language's values (a threshold written in select's config wins for every language), and its drop
+    names the language, exactly as the live chain does."""
+    cfg = config(langid={"keep": None}, gopher_quality={"min_stop_words": 3}, fineweb={"max_short_line_ratio": 0.5},
+                 gopher_repetition={"dup_line_frac": 0.2})
+    live, select = Chain(cfg.filters), processor(cfg)
+    live_counts, select_counts = Counter(), Counter()
+    for text, record in zip(pages, records, strict=True):
+        doc = Document(text, "https://example.com/a", "<urn:uuid:1>", "2024-01-01", {"charset": "utf-8"})
+        assert select._drop(record, select_counts) == (live(doc, live_counts) is not None)
+    assert select_counts == {k: n for k, n in live_counts.items() if k.kind is ck.Kind.DROP}
+    assert any(k.reason.endswith("]") for k in select_counts)  # e.g. fineweb:line_punct_ratio[de]
+
+
+def test_select_refuses_a_per_language_value_the_tag_run_did_not_measure_with():
+    """The stop-word count depends on the (per-language) list: writing the English list in select's config
+    changes it for every language of FineWeb-2's table, though the value equals the tag run's default."""
+    from raycorpus.process.filters.gopher import GopherQualityConfig
+
+    english = {"stop_words": list(GopherQualityConfig().stop_words)}
+    tag = tag_config_dump(config(mode="tag"))
+    with pytest.raises(ConfigError, match=r"filters\.gopher_quality\.stop_words: for documents labelled \w+"):
+        check_select_config(tag, config(gopher_quality=english))
+    check_select_config(tag_config_dump(config(mode="tag", gopher_quality=english)), config(gopher_quality=english))
+    with pytest.raises(ConfigError, match=r"filters\.language_defaults"):
+        check_select_config(tag, config(language_defaults="none"))
+    check_select_config(tag, config(fineweb={"max_short_line_ratio": 0.5}))  # a threshold: every language takes it
+
 def test_a_stage_the_tag_run_switched_off_cannot_be_switched_on():
-    tag = config(mode="tag", fineweb={"enabled": False}).model_dump(mode="json")
+    tag = tag_config_dump(config(mode="tag", fineweb={"enabled": False}))
     check_select_config(tag, config(fineweb={"enabled": False}, gopher_quality={"min_words": 10}))
     with pytest.raises(ConfigError, match=r"filters\.fineweb\.enabled"):
         check_select_config(tag, config())

@@ -92,6 +92,23 @@ def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tag
     assert all(c.ok for c in checks), format_checks(checks)
 
 
+
+# every language kept: the de/fr/es/ru/ja/zh pages run with FineWeb-2's settings for their language
+# (filters.language_defaults: fineweb2); some thresholds changed are fields those settings set
+T_LANGS = {"langid": {"keep": None}, "gopher_quality": {"min_words": 60},
+           "fineweb": {"max_short_line_ratio": 0.5}, "gopher_repetition": {"dup_line_frac": 0.2}}
+
+
+def test_select_is_byte_identical_with_every_language_under_its_fineweb2_settings(crawl, tagged, tmp_path):
+    c, tok = crawl
+    filter_out, select_out = tmp_path / "filter", tmp_path / "select"
+    filtered = run(make_config(str(c.manifest_path), str(filter_out), tok, output=OUTPUT, filters=T_LANGS))
+    selected = select(make_config(str(c.manifest_path), str(select_out), tok, output=OUTPUT, filters=T_LANGS), tagged)
+    assert counts(selected) == counts(filtered)
+    dropped = filtered["docs"]["dropped"]
+    assert any(k.endswith("]") for k in dropped), dropped  # a drop under a language's own settings
+    assert digests(select_out) == digests(filter_out)
+
 @pytest.mark.slow
 def test_select_killed_mid_run_resumes_to_the_same_bytes(crawl, tagged, filtered, tmp_path):
     """The driver is SIGKILLed when a worker reaches WARC #4; the same command resumes and reads no committed

@@ -109,6 +109,24 @@ def test_select_is_byte_identical_with_every_language_under_its_fineweb2_setting
     assert any(k.endswith("]") for k in dropped), dropped  # a drop under a language's own settings
     assert digests(select_out) == digests(filter_out)
 
+
+@pytest.mark.slow  # three builds (~40 s)
+def test_select_from_a_wet_tag_output_is_byte_identical_to_a_wet_filter_run(crawl, tmp_path, ray_address):
+    """input.format: wet: the tag output keeps no extraction drops (there is no extraction) and select
+    replays it like any other."""
+    from tests.support.wet import wet_manifest
+
+    c, tok = crawl
+    manifest = str(wet_manifest(c.warc_paths, tmp_path / "wet"))
+    outs = {name: tmp_path / name for name in ("tag", "filter", "select")}
+    wet = {"format": "wet"}
+    run(make_config(manifest, str(outs["tag"]), tok, input=wet, output=OUTPUT, filters={"mode": "tag"}))
+    filtered = run(make_config(manifest, str(outs["filter"]), tok, input=wet, output=OUTPUT, filters=T))
+    selected = select(make_config(manifest, str(outs["select"]), tok, input=wet, output=OUTPUT, filters=T),
+                      outs["tag"])
+    assert counts(selected) == counts(filtered) and selected["charset_sources"] == filtered["charset_sources"]
+    assert digests(outs["select"]) == digests(outs["filter"])
+
 @pytest.mark.slow
 def test_select_killed_mid_run_resumes_to_the_same_bytes(crawl, tagged, filtered, tmp_path):
     """The driver is SIGKILLed when a worker reaches WARC #4; the same command resumes and reads no committed

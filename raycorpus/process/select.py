@@ -124,8 +124,10 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
                           "no text as it stood when a stage dropped it); set enabled: false")
     if tag_dump.get("filters", {}).get("mode") != "tag":
         raise SelectError("the source was not built with filters.mode: tag")
-    if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")),
-                                  free_fields(cfg))):
+    free = free_fields(cfg)
+    if tag_dump.get("dedup", {}).get("url"):  # the tag run keyed every document's URL: either choice replays
+        free.add("dedup.url")
+    if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")), free)):
         raise ConfigError(f"{path}: differs from the tag run's, and select can only change thresholds "
                           f"(see README, raycorpus select); use the tag run's value")
     tagged = tag_filters(tag_dump)

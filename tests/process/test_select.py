@@ -115,6 +115,9 @@ def test_select_config_may_change_thresholds_only():
     check_select_config(tag, make_config("/tmp/manifest", "/tmp/other", "/tmp/other-tokenizer.json",
                                          filters=THRESHOLDS[1], dedup={"threshold": 0.7, "bands": 8, "rows": 14}))
     check_select_config(tag, config(dedup={"near": False}))  # exact dedup only: the signatures are not read
+    check_select_config(tag, config(dedup={"url": False}))  # URL keys come from the documents' URLs
+    with pytest.raises(ConfigError, match=r"dedup\.url"):  # a URL the tag run never keyed might not key
+        check_select_config(tag_config_dump(config(mode="tag", dedup={"url": False})), config())
     untagged_near = tag_config_dump(config(mode="tag", dedup={"near": False}))
     with pytest.raises(ConfigError, match=r"dedup\.near"):
         check_select_config(untagged_near, config())

@@ -153,8 +153,8 @@ def tag_filters(tag_dump: dict) -> FiltersConfig:
 def language_problem(tagged: FiltersConfig, filters: FiltersConfig) -> str | None:
     """With ``language_defaults: fineweb2``: the first stage field whose value for some language (the
     config's, or FineWeb-2's where the config writes none) the tag run's signals cannot answer for (a
-    non-threshold field such as ``stop_words`` that differs, an n-gram size not measured), as
-    ``(field, label)``-naming text, or None."""
+    non-threshold field such as ``stop_words`` that differs, an n-gram size not measured): an error text
+    naming the field and the language, or None."""
     if filters.language_defaults != "fineweb2":
         return None
     for cls, settings in filters.enabled_stages():
@@ -168,10 +168,10 @@ def language_problem(tagged: FiltersConfig, filters: FiltersConfig) -> str | Non
                 (f for f in type(mine).model_fields if f not in cls.thresholds
                  and getattr(mine, f) != getattr(theirs, f)), None)
             if field is not None:
-                return (f"filters.{cls.name}.{field}: for documents labelled {lang}, FineWeb-2's per-language "
-                        f"defaults (filters.language_defaults: fineweb2) give {getattr(mine, field)!r}, the tag run "
-                        f"measured with {getattr(theirs, field)!r}: select cannot re-decide that; write the field "
-                        "in the stage's section as the tag run did (or leave it out as the tag run did)")
+                return (f"filters.{cls.name}.{field}: for documents labelled {lang} this config gives "
+                        f"{getattr(mine, field)!r} (its value, or FineWeb-2's where the section writes none: "
+                        f"filters.language_defaults: fineweb2), the tag run measured with {getattr(theirs, field)!r}; "
+                        "select cannot re-decide that: write the field, or leave it out, as the tag run did")
     return None
 
 

@@ -116,3 +116,16 @@ def defaults_apply(filters: FiltersConfig) -> bool:
     langid = next((s for c, s in filters.enabled_stages() if c.name == "langid"), None)
     keep = getattr(langid, "keep", None)
     return langid is not None and (keep is None or any(has_defaults(k) for k in keep))
+
+
+def written_over_defaults(filters: FiltersConfig) -> dict[str, list[str]]:
+    """Per enabled stage, the fields its section writes explicitly that FineWeb-2's table would set:
+    they win over the table for every language, so two configs with equal values but different
+    written fields build different outputs (the fingerprint holds this when the defaults apply)."""
+    entry = for_label("de")  # every table entry sets the same fields
+    out = {}
+    for cls, settings in filters.enabled_stages():
+        written = sorted(settings.model_fields_set & set(cls.language_settings(entry)))
+        if written:
+            out[cls.name] = written
+    return out

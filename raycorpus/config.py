@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from raycorpus.ingest.storage import StorageConfig, is_remote, join_url
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.extract import RULES_OFF_AS_BEFORE, ExtractConfig
-from raycorpus.process.filters.multilingual import defaults_apply
+from raycorpus.process.filters.multilingual import defaults_apply, written_over_defaults
 from raycorpus.process.filters.registry import DEFAULT_CHAIN
 from raycorpus.process.filters.settings import FiltersConfig
 
@@ -207,6 +207,8 @@ class Config(_Model):
             d["filters"]["langid"].pop("backend")  # setting: those outputs keep their fingerprint
         if not defaults_apply(self.filters):  # per-language defaults change nothing here (e.g. keep: [en]):
             d["filters"].pop("language_defaults")  # the fingerprint from before they existed
+        elif written := written_over_defaults(self.filters):  # a written value wins over the table, even if
+            d["filters"]["written_over_defaults"] = written  # it equals the stage's default: another output
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -141,6 +141,21 @@ def test_language_defaults_leave_english_only_fingerprints_alone():
     assert every[0] != every[1]
 
 
+def test_a_value_written_over_the_language_defaults_changes_the_fingerprint():
+    """Written, a stage's value wins over FineWeb-2's for every language, even when it equals the stage's
+    default: another output (German pages judged by English stop words), so another fingerprint."""
+    from raycorpus.process.filters.gopher import GopherQualityConfig
+
+    base = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"path": "t"}}
+    english_stop_words = list(GopherQualityConfig().stop_words)
+    for keep, differs in ((None, True), (["en"], False)):
+        plain = config_from_dict({**base, "filters": {"langid": {"keep": keep}}})
+        written = config_from_dict({**base, "filters": {"langid": {"keep": keep},
+                                                        "gopher_quality": {"stop_words": english_stop_words}}})
+        assert plain.filters.section("gopher_quality") == written.filters.section("gopher_quality")
+        assert (plain.fingerprint() != written.fingerprint()) is differs, keep
+
+
 def test_cli_bad_chain_exits_2(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("input: {manifest: m.txt}\noutput: {path: out}\ntokenizer: {path: t.json}\n"

@@ -41,6 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
     r.set_defaults(func=_command("run", "cmd_run"))
 
+    sel = sub.add_parser("select", help="a filter-mode corpus from a tag-mode output with other thresholds, "
+                         "without reading the WARCs again")
+    sel.add_argument("source", help="the tag-mode output (filters.mode: tag, finished)")
+    sel.add_argument("config", help="the tag run's config with other thresholds, mode: filter, another output.path")
+    sel.add_argument("--workers", type=int, help="override ray.workers")
+    sel.add_argument("--output", help="override output.path")
+    sel.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
+    sel.set_defaults(func=_command("select", "cmd_select"))
+
     d = sub.add_parser("demo", help="generate a small sample crawl and build it on a local Ray")
     d.add_argument("--dir", default="raycorpus-demo", help="folder for the sample crawl and the corpus")
     d.add_argument("--warcs", type=int, default=4)

@@ -81,7 +81,8 @@ def format_wet(speed: dict, quality: dict | None) -> str:
              f"WARC {speed['warc_seconds']} s, WET {speed['wet_seconds']} s per pass, "
              f"WET/WARC time {speed['wet_over_warc']} (kept {speed['kept_wet']} / {speed['kept_warc']} documents)"]
     if quality:
-        lines.append(f"WET vs WARC text, tag mode, on real pairs ({', '.join(quality['pairs'])}): the WET pipeline keeps "
+        pairs = ", ".join(quality["pairs"])
+        lines.append(f"WET vs WARC text, tag mode, on real pairs ({pairs}): the WET pipeline keeps "
                      f"{quality['warc_text_kept_by_wet']:.1%} of the WARC pipeline's word 5-grams; "
                      f"{quality['wet_text_not_in_warc']:.1%} of its own are not in the WARC pipeline's text "
                      f"({quality['words_wet']:,} vs {quality['words_warc']:,} words; the filters pass "

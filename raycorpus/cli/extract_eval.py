@@ -9,8 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raycorpus.cli.evaluate import (eval_readability, eval_trafilatura, load_readability, load_trafilatura_eval,
-                                    resiliparse_extract_fn, shipped_extract_fn)
+from raycorpus.cli.evaluate import (
+    eval_readability,
+    eval_trafilatura,
+    load_readability,
+    load_trafilatura_eval,
+    resiliparse_extract_fn,
+    shipped_extract_fn,
+)
 from raycorpus.process.extract import ExtractConfig
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from raycorpus.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORAGE, EXIT_USAGE, err, remote_cause
 from raycorpus.config import Config, load_config
+
+if TYPE_CHECKING:
+    from raycorpus.process.select import SelectSource
 
 
 def _budget_exceeded(cfg: Config, summary: dict) -> bool:
@@ -17,8 +21,9 @@ def _budget_exceeded(cfg: Config, summary: dict) -> bool:
     return failed > allowed
 
 
-def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
-    """Prepare the tokenizer, run (or resume) the build, write and print the summary."""
+def build(cfg: Config, progress: str | None = None, quiet: bool = False, select: SelectSource | None = None) -> int:
+    """Prepare the tokenizer, run (or resume) the build, write and print the summary. ``select``: read
+    that tag-mode output instead of the WARCs (``raycorpus select``)."""
     from raycorpus.cli.summary import format_summary
     from raycorpus.ingest.manifest import ManifestError
     from raycorpus.ingest.storage import NotFound, Storage, StorageError, join_url
@@ -31,7 +36,12 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False) -> int:
 
     try:
         encoder = prepare_tokenizer(cfg)
-        summary = run_build(cfg, encoder.meta(), progress_mode=progress)
+        if select is None:
+            summary = run_build(cfg, encoder.meta(), progress_mode=progress)
+        else:
+            from raycorpus.runtime.select import select_work
+
+            summary = run_build(cfg, encoder.meta(), progress, select_work(cfg, select), select.identity)
         Storage(cfg.storage).write_atomic(join_url(cfg.output.path, "summary.json"), canonical_json(summary))
     except (TokenizerError, LedgerError, ManifestError, OutputLocked) as e:
         err(str(e))

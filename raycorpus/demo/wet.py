@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from raycorpus.process.extract import ExtractConfig, Extractor
 from raycorpus.demo.warcwrite import WarcWriter
 from raycorpus.ingest.warc import iter_html_records
+from raycorpus.process.extract import ExtractConfig, Extractor
 
 MAX_RECORD_BYTES = 8 << 20
 

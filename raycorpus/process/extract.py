@@ -164,8 +164,8 @@ class Extractor:
                 return None, "too_deep"
             text = self._main_text(tree)
             main = self.cfg.main_content
-            if main and self.cfg.rescue_content and body is not None and self._short(text, self.cfg.rescue_below_chars) \
-                    and rescue(body):
+            short = self._short(text, self.cfg.rescue_below_chars)
+            if main and self.cfg.rescue_content and body is not None and short and rescue(body):
                 text = self._main_text(tree)  # resiliparse took the article for a share widget: once more
             if main and len(text) < self.cfg.fallback_chars:
                 whole = extract_plain_text(tree, preserve_formatting=True, **{**self.options, "main_content": False})

@@ -36,10 +36,8 @@ def trim_head(text: str, keep: int = 1) -> str:
     """Drop the short lines before the first paragraph-like line, but the last ``keep`` title-like ones (dates,
     bylines and breadcrumbs are no title); a text without a paragraph-like line is left as it is."""
     lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if is_paragraph(line.strip()):
-            break
-    else:
+    i = next((n for n, line in enumerate(lines) if is_paragraph(line.strip())), None)
+    if i is None:
         return text
     start, seen = i, 0
     while start > 0 and seen < keep:  # back to the ``keep``-th title-like line before it

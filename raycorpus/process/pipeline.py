@@ -55,6 +55,7 @@ class WarcProcessor:
         self.chain = Chain(cfg.filters, resources, self.storage) if with_filters else None
         self.exclusions = cfg.filters.exclusions
         self.read_records = iter_text_records if cfg.input.format == "wet" else iter_html_records
+        self.tag = self.chain is not None and self.chain.tag  # list extraction drops (`raycorpus select` reads them)
         d = cfg.dedup
         self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph") if d.near else None
         if self.minhasher is not None:
@@ -68,6 +69,7 @@ class WarcProcessor:
         url_keys: list[int] = []
         sigs: list[np.ndarray] = []
         excluded: list[dict] = []
+        failed: list[tuple[str, str]] | None = [] if self.tag else None
         clock = time.perf_counter_ns
         with self.storage.open_read(url) as stream:
             records = self.read_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
@@ -78,7 +80,7 @@ class WarcProcessor:
                 if rec is None:
                     break
                 counts[ck.HTML] += 1
-                doc = self._document(rec, counts, excluded)
+                doc = self._document(rec, counts, excluded, failed)
                 if doc is None or not self._hash(doc, counts, excluded, hashes, sigs, url_keys):
                     continue
                 counts[ck.KEPT] += 1
@@ -90,6 +92,7 @@ class WarcProcessor:
                             bytes_read, 0.0)
         if self.cfg.dedup.url:
             result.url_hashes = np.array(url_keys, dtype=np.uint64)
+        result.extract_failed = failed
         if self.encoder is not None:
             t = clock()
             result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
@@ -97,7 +100,8 @@ class WarcProcessor:
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _document(self, rec: HtmlRecord | TextRecord, counts: Counter, excluded: list[dict]) -> Document | None:
+    def _document(self, rec: HtmlRecord | TextRecord, counts: Counter, excluded: list[dict],
+                  failed: list[tuple[str, str]] | None = None) -> Document | None:
         """The record's document after extraction (a WET record's text as it is) and the filter chain,
         or None (dropped, counted)."""
         if self.chain and (reason := self.chain.check_url(rec.url, counts)):
@@ -111,6 +115,8 @@ class WarcProcessor:
             counts[EXTRACT_NS] += time.perf_counter_ns() - t
             if text is None:
                 counts[ck.drop("extract", reason)] += 1
+                if failed is not None:
+                    failed.append((rec.url, reason))
                 self._exclude(excluded, rec.url, rec.record_id, None, f"extract:{reason}")
                 return None
             doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,

@@ -25,6 +25,7 @@ class WarcResult:
     tokens: np.ndarray | None = None  # the documents' token ids, each followed by EOS, concatenated (if encoded)
     lengths: np.ndarray | None = None  # uint64 tokens per document
     url_hashes: np.ndarray | None = None  # uint64 per doc: normalised-URL key for URL dedup (0: no URL), if on
+    extract_failed: list[tuple[str, str]] | None = None  # tag mode: (url, reason) of each record extraction dropped
 
     def summary(self) -> WarcSummary:
         return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),

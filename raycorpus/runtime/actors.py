@@ -21,6 +21,8 @@ from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
+from raycorpus.process.select import SelectProcessor, SelectSource
+from raycorpus.process.tagrecord import TagRecord, unwritable_texts, write_tag_record
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime import faults
 from raycorpus.runtime.closer import ShardCloser
@@ -51,11 +53,14 @@ class WarcWorker(Measured):
     """Stateless: one WARC in; (summary, documents, dedup keys, staged tokens) out. The tokens themselves
     go to the output's ``tokens/`` folder, not to the head."""
 
-    def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None):
+    def __init__(self, cfg: Config, resources: dict[str, object] | None = None, tokenizer_json: str | None = None,
+                 select: SelectSource | None = None):
+        """``select``: read a tag-mode output instead of the WARCs (``raycorpus select``)."""
         os.environ.setdefault("RAYON_NUM_THREADS", "1")  # one core per worker: Ray schedules the rest
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         encoder = TokenEncoder(cfg.tokenizer, tokenizer_json) if tokenizer_json else None  # None: no tokens
-        self.processor = WarcProcessor(cfg, resources=resources, encoder=encoder)
+        self.processor = (WarcProcessor(cfg, resources=resources, encoder=encoder) if select is None
+                          else SelectProcessor(cfg, select, encoder))
         self.metrics = Metrics(cfg.output.path)
         self.out_url = cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
@@ -74,6 +79,10 @@ class WarcWorker(Measured):
         summary.node = self.node_id
         self.metrics.warc_processed(summary)
         tag = self.processor.chain is not None and self.processor.chain.tag
+        if tag:  # what `raycorpus select` reads instead of the WARC, durable before the WARC is committed
+            write_tag_record(self.processor.storage, self.out_url, ordinal, TagRecord(
+                result.content_hashes, result.signatures, result.extract_failed or [], result.counts,
+                result.bytes_read, unwritable_texts([d.text for d in result.docs])))
         staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded())
         return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), staged
 

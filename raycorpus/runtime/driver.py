@@ -23,6 +23,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
+from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
 from raycorpus.runtime.cluster import init_ray
@@ -49,7 +50,7 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
     if old is None:
         ledger.write_run(run)
         return
-    for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256"):
+    for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source"):
         if old.get(key) != run.get(key):
             raise LedgerError(
                 f"output {ledger.out_url} was started with a different {key} "
@@ -57,9 +58,11 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
             )
 
 
-def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None) -> dict:
+def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
+              source: dict | None = None) -> dict:
     """Build (or resume) the corpus described by ``cfg``; return the run summary. ``work`` is what the pool
-    works on (default: the manifest's WARCs and extraction workers; the replay benchmark brings its own)."""
+    works on (default: the manifest's WARCs and extraction workers; the replay benchmark and ``raycorpus
+    select`` bring their own); ``source``: what select reads (a resume refuses another)."""
     storage = Storage(cfg.storage)
     total = work.total if work is not None else _manifest_size(cfg, storage)
     ledger = Ledger(storage, cfg.output.path)
@@ -74,7 +77,10 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             "warcs": total,
             "tokenizer_sha256": token_meta["tokenizer_sha256"],
             "token_meta": token_meta,
+            **({"source": source} if source is not None else {}),
         })
+        if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
+            write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})

@@ -5,7 +5,7 @@ import pytest
 
 from raycorpus.cli.evaluate import load_readability, load_trafilatura_eval, shipped_extract_fn, snippet_counts
 from raycorpus.process.extract import ExtractConfig
-from raycorpus.process.extract_rules import drop_calls_to_action, paragraph_span, trim_head, trie_pattern
+from raycorpus.process.extract_rules import drop_calls_to_action, paragraph_span, trie_pattern, trim_head
 from tests.process.test_extract import EXTRACTION, PARAGRAPHS, extract, need
 
 BODY = "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
@@ -41,7 +41,8 @@ def test_calls_to_action_in_the_second_half_go():
 
 @pytest.mark.parametrize("line", [
     "Subscribe to our newsletter", "Sign up for free updates", "Folgen Sie uns auf Instagram",
-    "Siguenos en Telegram, Instagram, Facebook y Twitter", "Find us on Facebook", "Artikel gefallen? Jetzt teilen!", "Share this article with your friends!",
+    "Siguenos en Telegram, Instagram, Facebook y Twitter", "Find us on Facebook", "Artikel gefallen? Jetzt teilen!",
+    "Share this article with your friends!",
     "Du musst eingeloggt sein um Kommentare zu schreiben!",
 ])
 def test_call_to_action_lines(line):
@@ -110,9 +111,10 @@ def test_each_rule_gains_snippets_on_trafilatura_eval(rule):
 
 
 def test_shipped_keeps_more_of_the_readability_text_than_bare_on_short_pages():
-    from raycorpus.cli.evaluate import bow_prf, resiliparse_extract_fn
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
+
+    from raycorpus.cli.evaluate import bow_prf, resiliparse_extract_fn
 
     pages = load_readability(need(EXTRACTION / "readability"), every=2)
     shipped, bare = shipped_extract_fn(), resiliparse_extract_fn()

@@ -75,6 +75,7 @@ class BadWordsFilter(Filter):
 
     name = "badwords"
     settings = BadWordsConfig
+    removable = True
 
     def __init__(self, cfg: BadWordsConfig):
         self.max_ratio = cfg.max_ratio

@@ -19,7 +19,7 @@ makes it a section of the config and a name for ``filters.chain``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -125,6 +125,13 @@ class Filter:
     needs: ClassVar[Needs] = "text"
     counter_name: ClassVar[str | None] = None
     all_signals: bool = False
+    #: settings that only compare a recorded signal with a limit: ``raycorpus select`` may change them
+    #: (:meth:`decide`); every other setting must be the tag run's
+    thresholds: ClassVar[frozenset[str]] = frozenset()
+    #: metadata keys the stage writes in filter mode too (its other signals are tag mode's only)
+    metadata_keys: ClassVar[tuple[str, ...]] = ()
+    #: select may switch the stage off: it neither rewrites the text nor sets what other stages read
+    removable: ClassVar[bool] = False
 
     @classmethod
     def label(cls) -> str:
@@ -150,6 +157,19 @@ class Filter:
         there is a shared resource."""
         return cls(settings) if resource is None else cls(settings, resource)
 
+    @classmethod
+    def select_problem(cls, tagged: Any, settings: Any) -> str | None:
+        """The first of ``settings``' thresholds that the signals a run with ``tagged`` recorded cannot answer
+        for (a field name), or None."""
+        return None
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: Any, recorded: str | None) -> str | None:
+        """The drop reason under ``settings`` of a document whose signals a tag-mode run recorded
+        (``recorded``: the reason it gave then, or None). A stage with ``thresholds`` re-applies them
+        with the rule the live chain uses; this default (no thresholds) can only repeat the record."""
+        return recorded
+
 
 Rules = Iterator[tuple[str, float | int, str | None]]
 """(signal name, value, drop reason if the rule fails else None), in rule order."""
@@ -170,14 +190,42 @@ def evaluate(name: str, rules: Rules, all_signals: bool) -> FilterResult:
 
 
 class RuleFilter(Filter):
-    """A text stage made of lazy rules (``_rules`` yields (signal, value, failed reason or None))."""
+    """A text stage made of lazy rules: ``_signals`` yields (signal, value) in rule order and
+    :meth:`verdict` names the reason a value fails (the one rule both the live chain and
+    :meth:`decide` apply, so re-deciding from recorded signals matches a live run exactly)."""
+
+    removable = True
 
     def __init__(self, cfg, all_signals: bool = False):
         self.cfg = cfg
         self.all_signals = all_signals
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
-        return evaluate(self.name, self._rules(view), self.all_signals)
+        cfg, verdict = self.cfg, self.verdict
+        rules = ((key, value, verdict(key, value, cfg)) for key, value in self._signals(view))
+        return evaluate(self.name, rules, self.all_signals)
 
-    def _rules(self, view: TextView) -> Rules:
+    def _signals(self, view: TextView) -> Iterator[tuple[str, float | int]]:
+        raise NotImplementedError
+
+    @staticmethod
+    def verdict(key: str, value: Any, cfg: Any) -> str | None:
+        """The reason signal ``key`` with ``value`` fails under ``cfg``, or None."""
+        raise NotImplementedError
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: Any, recorded: str | None) -> str | None:
+        if recorded == "error":
+            return recorded
+        for key in cls.signal_names(settings):
+            value = signals.get(f"{cls.name}.{key}")
+            if value is None:
+                raise KeyError(f"stage {cls.name}: the tag run recorded no signal {cls.name}.{key}")
+            if reason := cls.verdict(key, value, settings):
+                return reason
+        return None
+
+    @classmethod
+    def signal_names(cls, cfg: Any) -> list[str]:
+        """The signals ``_signals`` yields under ``cfg``, in rule order (the order reasons take)."""
         raise NotImplementedError

@@ -23,6 +23,8 @@ Deliberate differences from datatrove:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import Field
 
@@ -56,6 +58,7 @@ class C4Filter(Filter):
 
     name = "c4"
     settings = C4Config
+    thresholds = frozenset({"min_sentences"})
 
     def __init__(self, cfg: C4Config, all_signals: bool = False):
         self.cfg = cfg
@@ -126,13 +129,26 @@ class C4Filter(Filter):
         if self.all_signals or kept < cfg.min_sentences:  # else it has enough: a kept line is a sentence
             breaks = count_breaks(new_text) + (count_spaceless_breaks(new_text) if view.script_aware else 0)
             signals["c4.sentences"] = sentences = kept + breaks
-            if reason is None and sentences < cfg.min_sentences:
-                reason = "too_few_sentences"
+            reason = reason or sentence_verdict(sentences, cfg)
         if cfg.drop_lorem_ipsum:
             signals["c4.lorem_ipsum"] = page_hits["lorem_ipsum"]
         if cfg.drop_curly_brace:
             signals["c4.curly_brace"] = page_hits["curly_brace"]
         return FilterResult(reason=reason, signals=signals, text=new_text if new_text != text else None)
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: C4Config, recorded: str | None) -> str | None:
+        if recorded in PAGE_REASONS:  # lorem ipsum, a curly brace, a raised error: settings that must match
+            return recorded
+        return sentence_verdict(int(signals["c4.sentences"]), settings)
+
+
+PAGE_REASONS = ("lorem_ipsum", "curly_brace", "error")
+
+
+def sentence_verdict(sentences: int, cfg: C4Config) -> str | None:
+    """The page rule on the sentences left (the live stage's and ``raycorpus select``'s)."""
+    return "too_few_sentences" if sentences < cfg.min_sentences else None
 
 
 # CJK full stops end a sentence without a space after them; one at a line's end is that line's sentence

@@ -190,6 +190,7 @@ class DecontamFilter(Filter):
 
     name = "decontam"
     settings = DecontamConfig
+    removable = True
 
     @classmethod
     def shared_resource(cls, settings: DecontamConfig, storage: Storage | None) -> DecontamIndex:

@@ -14,7 +14,9 @@ quotes, the ellipsis character and CJK full stops also count as end punctuation.
 
 from __future__ import annotations
 
-from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
+from collections.abc import Iterator
+
+from raycorpus.process.filters.base import RuleFilter, StageSettings, TextView
 from raycorpus.process.filters.gopher import line_duplicates
 from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
@@ -38,26 +40,35 @@ class FineWebQualityFilter(RuleFilter):
     settings = FineWebQualityConfig
     cfg: FineWebQualityConfig
 
+    thresholds = frozenset({"min_line_punct_ratio", "max_short_line_ratio", "max_dup_line_char_ratio",
+                            "max_newline_word_ratio"})
+
     @classmethod
     def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
         return {"min_line_punct_ratio": lang.line_punct_thr, "max_newline_word_ratio": lang.new_line_ratio,
                 "max_short_line_ratio": lang.short_line_thr, "max_dup_line_char_ratio": lang.char_duplicates_ratio}
 
-    def _rules(self, view: TextView) -> Rules:
-        cfg = self.cfg
+    def _signals(self, view: TextView) -> Iterator[tuple[str, float]]:
         lines = view.lines
         n = len(lines)
-        value = sum(1 for s in lines if s.endswith(END_PUNCTUATION)) / n if n else 0.0
-        yield "line_punct_ratio", value, "line_punct_ratio" if value <= cfg.min_line_punct_ratio else None
-
-        limit = cfg.short_line_chars
-        value = sum(1 for s in lines if len(s) <= limit) / n if n else 0.0
-        yield "short_line_ratio", value, "short_line_ratio" if value >= cfg.max_short_line_ratio else None
-
+        yield "line_punct_ratio", sum(1 for s in lines if s.endswith(END_PUNCTUATION)) / n if n else 0.0
+        limit = self.cfg.short_line_chars
+        yield "short_line_ratio", sum(1 for s in lines if len(s) <= limit) / n if n else 0.0
         chars = len(view.text) - view.text.count("\n")
-        value = line_duplicates(view)[1] / chars if chars else 0.0
-        yield "dup_line_char_ratio", value, "dup_line_char_ratio" if value >= cfg.max_dup_line_char_ratio else None
-
+        yield "dup_line_char_ratio", line_duplicates(view)[1] / chars if chars else 0.0
         tokens = len(view.tokens)
-        value = (n - 1) / tokens if n and tokens else 0.0
-        yield "newline_word_ratio", value, "newline_word_ratio" if value > cfg.max_newline_word_ratio else None
+        yield "newline_word_ratio", (n - 1) / tokens if n and tokens else 0.0
+
+    @classmethod
+    def signal_names(cls, cfg: FineWebQualityConfig) -> list[str]:
+        return ["line_punct_ratio", "short_line_ratio", "dup_line_char_ratio", "newline_word_ratio"]
+
+    @staticmethod
+    def verdict(key: str, value: float, cfg: FineWebQualityConfig) -> str | None:
+        if key == "line_punct_ratio":
+            return key if value <= cfg.min_line_punct_ratio else None
+        if key == "short_line_ratio":
+            return key if value >= cfg.max_short_line_ratio else None
+        if key == "dup_line_char_ratio":
+            return key if value >= cfg.max_dup_line_char_ratio else None
+        return key if value > cfg.max_newline_word_ratio else None

@@ -27,7 +27,7 @@ from typing import TypeVar
 import numpy as np
 from pydantic import Field
 
-from raycorpus.process.filters.base import RuleFilter, Rules, StageSettings, TextView
+from raycorpus.process.filters.base import RuleFilter, StageSettings, TextView
 from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
 
@@ -143,6 +143,8 @@ class GopherRepetitionFilter(RuleFilter):
 
     name = "gopher_repetition"
     settings = GopherRepetitionConfig
+    thresholds = frozenset({"dup_line_frac", "dup_para_frac", "dup_line_char_frac", "dup_para_char_frac",
+                            "top_n_grams", "dup_n_grams"})
     cfg: GopherRepetitionConfig
 
     @classmethod
@@ -153,30 +155,55 @@ class GopherRepetitionFilter(RuleFilter):
                 "dup_line_char_frac": lang.dup_line_char_frac or off,
                 "dup_para_char_frac": lang.dup_para_char_frac or off}
 
-    def _rules(self, view: TextView) -> Rules:
+    @classmethod
+    def select_problem(cls, tagged: GopherRepetitionConfig, settings: GopherRepetitionConfig) -> str | None:
+        """An n the tag run did not measure (each n's fraction does not depend on the others')."""
+        for field in ("top_n_grams", "dup_n_grams"):
+            if set(getattr(settings, field)) - set(getattr(tagged, field)):
+                return field
+        return None
+
+    def _signals(self, view: TextView) -> Iterator[tuple[str, float]]:
         cfg = self.cfg
         chars = len(view.text)
         items = view.paragraphs
         dups, dup_chars = duplicates(items)
-        yield from _dup_rules("para", dups / len(items) if items else 0.0, cfg.dup_para_frac)
-        yield from _dup_rules("para_char", dup_chars / chars if chars else 0.0, cfg.dup_para_char_frac)
+        yield "dup_para_frac", dups / len(items) if items else 0.0
+        yield "dup_para_char_frac", dup_chars / chars if chars else 0.0
         items = view.lines
         dups, dup_chars = line_duplicates(view)
-        yield from _dup_rules("line", dups / len(items) if items else 0.0, cfg.dup_line_frac)
-        yield from _dup_rules("line_char", dup_chars / chars if chars else 0.0, cfg.dup_line_char_frac)
+        yield "dup_line_frac", dups / len(items) if items else 0.0
+        yield "dup_line_char_frac", dup_chars / chars if chars else 0.0
 
         tops, dups_n = cfg.top_n_grams, cfg.dup_n_grams
         stream = ngram_fractions(view.words, word_lengths(view), tops, dups_n)
         for n in range(2, max([*tops, *dups_n], default=0) + 1):
             _, top, dup = next(stream, (n, 0.0, 0.0))
             if n in tops:
-                yield f"top_{n}_gram", top, f"top_{n}_gram" if top > tops[n] else None
+                yield f"top_{n}_gram", top
             if n in dups_n:
-                yield f"dup_{n}_gram", dup, f"dup_{n}_gram" if dup > dups_n[n] else None
+                yield f"dup_{n}_gram", dup
+
+    @classmethod
+    def signal_names(cls, cfg: GopherRepetitionConfig) -> list[str]:
+        names = ["dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
+        for n in range(2, max([*cfg.top_n_grams, *cfg.dup_n_grams], default=0) + 1):
+            names += [f"{kind}_{n}_gram" for kind, ns in (("top", cfg.top_n_grams), ("dup", cfg.dup_n_grams))
+                      if n in ns]
+        return names
+
+    @staticmethod
+    def verdict(key: str, value: float, cfg: GopherRepetitionConfig) -> str | None:
+        if key.endswith("_gram"):  # top_3_gram, dup_7_gram
+            kind, n, _ = key.split("_")
+            limit = (cfg.top_n_grams if kind == "top" else cfg.dup_n_grams)[int(n)]
+        else:
+            limit = getattr(cfg, key)
+        return key if value > limit else None
 
 
-def _dup_rules(kind: str, value: float, limit: float) -> Rules:
-    yield f"dup_{kind}_frac", value, f"dup_{kind}_frac" if value > limit else None
+QUALITY_SIGNALS = ["words", "mean_word_length", "hash_ratio", "ellipsis_ratio", "bullet_lines_ratio",
+                   "ellipsis_lines_ratio", "alpha_words_ratio", "stop_words"]
 
 
 @register
@@ -185,6 +212,9 @@ class GopherQualityFilter(RuleFilter):
 
     name = "gopher_quality"
     settings = GopherQualityConfig
+    thresholds = frozenset({"min_words", "max_words", "min_avg_word_length", "max_avg_word_length",
+                            "max_symbol_word_ratio", "max_bullet_lines_ratio", "max_ellipsis_lines_ratio",
+                            "min_alpha_words_ratio", "min_stop_words"})
 
     @classmethod
     def language_settings(cls, lang: LanguageSettings) -> dict[str, object]:
@@ -205,33 +235,39 @@ class GopherQualityFilter(RuleFilter):
             return sum(map(view.text.count, self.stop_word_list))
         return sum(map(self.stop_words.__contains__, view.words))
 
-    def _rules(self, view: TextView) -> Rules:
-        cfg = self.cfg
+    def _signals(self, view: TextView) -> Iterator[tuple[str, float | int]]:
         words = view.words
         n = len(words)
-        reason = "too_few_words" if n < cfg.min_words else "too_many_words" if n > cfg.max_words else None
-        yield "words", n, reason
-
-        mean = int(word_lengths(view).sum()) / n if n else 0.0
-        ok = cfg.min_avg_word_length <= mean <= cfg.max_avg_word_length
-        yield "mean_word_length", mean, None if ok else "mean_word_length"
-
+        yield "words", n
+        yield "mean_word_length", int(word_lengths(view).sum()) / n if n else 0.0
         text = view.text
-        value = text.count("#") / n if n else 0.0
-        yield "hash_ratio", value, "hash_ratio" if value > cfg.max_symbol_word_ratio else None
-        value = (text.count("...") + text.count("…")) / n if n else 0.0
-        yield "ellipsis_ratio", value, "ellipsis_ratio" if value > cfg.max_symbol_word_ratio else None
+        yield "hash_ratio", text.count("#") / n if n else 0.0
+        yield "ellipsis_ratio", (text.count("...") + text.count("…")) / n if n else 0.0
 
         lines = view.lines
-        value = sum(1 for s in lines if s.startswith(BULLETS)) / len(lines) if lines else 0.0
-        yield "bullet_lines_ratio", value, "bullet_lines_ratio" if value > cfg.max_bullet_lines_ratio else None
-        value = sum(1 for s in lines if s.endswith(ELLIPSES)) / len(lines) if lines else 0.0
-        yield "ellipsis_lines_ratio", value, "ellipsis_lines_ratio" if value > cfg.max_ellipsis_lines_ratio else None
+        yield "bullet_lines_ratio", sum(1 for s in lines if s.startswith(BULLETS)) / len(lines) if lines else 0.0
+        yield "ellipsis_lines_ratio", sum(1 for s in lines if s.endswith(ELLIPSES)) / len(lines) if lines else 0.0
 
         # most words are all letters (str.isalpha, in C); look into the others only
         no_letter = sum(1 for w in filterfalse(str.isalpha, words) if not any(map(str.isalpha, w)))
-        value = (n - no_letter) / n if n else 0.0
-        yield "alpha_words_ratio", value, "alpha_words_ratio" if value < cfg.min_alpha_words_ratio else None
+        yield "alpha_words_ratio", (n - no_letter) / n if n else 0.0
+        yield "stop_words", self.count_stop_words(view)
 
-        count = self.count_stop_words(view)
-        yield "stop_words", count, "stop_words" if count < cfg.min_stop_words else None
+    @classmethod
+    def signal_names(cls, cfg: GopherQualityConfig) -> list[str]:
+        return QUALITY_SIGNALS
+
+    @staticmethod
+    def verdict(key: str, value: float | int, cfg: GopherQualityConfig) -> str | None:
+        if key == "words":
+            return "too_few_words" if value < cfg.min_words else "too_many_words" if value > cfg.max_words else None
+        if key == "mean_word_length":
+            return None if cfg.min_avg_word_length <= value <= cfg.max_avg_word_length else key
+        if key == "alpha_words_ratio":
+            return key if value < cfg.min_alpha_words_ratio else None
+        if key == "stop_words":
+            return key if value < cfg.min_stop_words else None
+        limit = {"hash_ratio": cfg.max_symbol_word_ratio, "ellipsis_ratio": cfg.max_symbol_word_ratio,
+                 "bullet_lines_ratio": cfg.max_bullet_lines_ratio,
+                 "ellipsis_lines_ratio": cfg.max_ellipsis_lines_ratio}[key]
+        return key if value > limit else None

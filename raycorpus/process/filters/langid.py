@@ -16,8 +16,8 @@ keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -75,6 +75,8 @@ class LanguageFilter(Filter):
     name = "langid"
     counter_name = "lang"  # drop:lang:not_kept:de, as counters have always been spelled
     settings = LangIdConfig
+    thresholds = frozenset({"keep", "threshold", "thresholds"})
+    metadata_keys = ("lang", "lang_score")
 
     def __init__(self, cfg: LangIdConfig):
         self.backend = make_backend(cfg.backend, cfg.model)  # models loaded once per worker process
@@ -89,10 +91,23 @@ class LanguageFilter(Filter):
         label, score = predict_one(self.backend, view.text)
         doc.metadata["lang"] = label
         doc.metadata["lang_score"] = score
-        signals = {"lang": label, "lang_score": score}
-        if self.keep is not None and label not in self.keep:
-            return FilterResult(reason=f"not_kept:{label}", signals=signals)
-        thr = self.thresholds.get(label, self.threshold)
-        if score < thr:
-            return FilterResult(reason=f"{label}<{thr}", signals=signals)
-        return FilterResult(signals=signals)
+        return FilterResult(reason=verdict(label, score, self.keep, self.threshold, self.thresholds),
+                            signals={"lang": label, "lang_score": score})
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: LangIdConfig, recorded: str | None) -> str | None:
+        if recorded == "error":
+            return recorded
+        keep = frozenset(settings.keep) if settings.keep is not None else None
+        return verdict(str(signals["lang"]), float(signals["lang_score"]), keep, settings.threshold,
+                       settings.thresholds)
+
+
+def verdict(label: str, score: float, keep: frozenset[str] | None, threshold: float,
+            thresholds: Mapping[str, float]) -> str | None:
+    """Why a document of ``label`` at ``score`` is dropped, or None: the one rule of the live stage and
+    of ``raycorpus select``."""
+    if keep is not None and label not in keep:
+        return f"not_kept:{label}"
+    thr = thresholds.get(label, threshold)
+    return f"{label}<{thr}" if score < thr else None

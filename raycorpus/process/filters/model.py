@@ -7,6 +7,9 @@ model's top ``TOP_K``); documents scoring below ``threshold`` are dropped with r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import Field
 
 from raycorpus.process.document import Document
@@ -31,22 +34,33 @@ class ModelQualityFilter(Filter):
 
     name = "model_quality"
     settings = ModelQualityConfig
+    removable = True
+    metadata_keys = ("model_quality",)
+    thresholds = frozenset({"threshold"})
 
     def __init__(self, cfg: ModelQualityConfig):
         if not cfg.model:
             raise FileNotFoundError("filters.model_quality.model: no fastText classifier path given")
         self.model = load_fasttext(cfg.model)
-        self.label = cfg.label.removeprefix("__label__")
-        self.threshold = cfg.threshold
-        self.reason = f"{cfg.label}<{cfg.threshold}"
+        self.target = cfg.label.removeprefix("__label__")  # not `label`: that is the stage's counter name
+        self.cfg = cfg
 
     def score(self, text: str) -> float:
         if not text or text.isspace():
             return 0.0
-        return dict(fasttext_predict(self.model, fasttext_line(text, MAX_CHARS), TOP_K)).get(self.label, 0.0)
+        return dict(fasttext_predict(self.model, fasttext_line(text, MAX_CHARS), TOP_K)).get(self.target, 0.0)
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
         score = self.score(view.text)
         doc.metadata["model_quality"] = score
         signals = {"model_quality": score}
-        return FilterResult(reason=self.reason if score < self.threshold else None, signals=signals)
+        return FilterResult(reason=verdict(score, self.cfg), signals=signals)
+
+    @classmethod
+    def decide(cls, signals: Mapping[str, Any], settings: ModelQualityConfig, recorded: str | None) -> str | None:
+        return recorded if recorded == "error" else verdict(float(signals["model_quality"]), settings)
+
+
+def verdict(score: float, cfg: ModelQualityConfig) -> str | None:
+    """The live stage's rule, and ``raycorpus select``'s on the recorded score."""
+    return f"{cfg.label}<{cfg.threshold}" if score < cfg.threshold else None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from raycorpus.process.filters.base import Filter, StageSettings, TextView
-from raycorpus.process.filters.langcodes import fineweb2_name
+from raycorpus.process.filters.langcodes import CANONICAL, fineweb2_name
 from raycorpus.process.filters.langtable import for_label
 from raycorpus.process.filters.words import SPACELESS_LABELS
 
@@ -54,16 +54,29 @@ class LanguageDefaults:
 
     @staticmethod
     def _build(spec: StageSpec, lang: str) -> Filter | None:
-        entry = for_label(lang)
-        if entry is None:
+        settings = language_settings(spec.cls, spec.settings, lang)
+        if settings is None:
             return None
-        explicit = spec.settings.model_fields_set
-        update = {k: v for k, v in spec.cls.language_settings(entry).items() if k not in explicit}
-        if not update:
-            return None
-        stage = spec.cls.create(spec.settings.model_copy(update=update), spec.resource)
+        stage = spec.cls.create(settings, spec.resource)
         stage.all_signals = spec.all_signals
         return stage
+
+
+def language_settings(cls: type[Filter], settings: StageSettings, lang: str) -> StageSettings | None:
+    """Stage ``cls``'s ``settings`` overlaid with FineWeb-2's values for ``lang`` (each field the config
+    does not write explicitly), or None when the language changes none of them: the one rule of the live
+    chain and of ``raycorpus select``'s re-decision."""
+    entry = for_label(lang)
+    if entry is None:
+        return None
+    explicit = settings.model_fields_set
+    update = {k: v for k, v in cls.language_settings(entry).items() if k not in explicit}
+    return settings.model_copy(update=update) if update else None
+
+
+def table_labels() -> list[str]:
+    """A language ID label for every language of FineWeb-2's table that a label reaches."""
+    return [label for label in sorted(CANONICAL) if for_label(label) is not None]
 
 
 # scripts whose words WORD_RE finds whole (no spaceless runs, no combining marks in ordinary text)
@@ -103,3 +116,16 @@ def defaults_apply(filters: FiltersConfig) -> bool:
     langid = next((s for c, s in filters.enabled_stages() if c.name == "langid"), None)
     keep = getattr(langid, "keep", None)
     return langid is not None and (keep is None or any(has_defaults(k) for k in keep))
+
+
+def written_over_defaults(filters: FiltersConfig) -> dict[str, list[str]]:
+    """Per enabled stage, the fields its section writes explicitly that FineWeb-2's table would set:
+    they win over the table for every language, so two configs with equal values but different
+    written fields build different outputs (the fingerprint holds this when the defaults apply)."""
+    entry = for_label("de")  # every table entry sets the same fields
+    out = {}
+    for cls, settings in filters.enabled_stages():
+        written = sorted(settings.model_fields_set & set(cls.language_settings(entry)))
+        if written:
+            out[cls.name] = written
+    return out

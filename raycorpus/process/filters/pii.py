@@ -86,6 +86,7 @@ class PiiScrubber(Filter):
 
     name = "pii"
     settings = PiiConfig
+    metadata_keys = ("pii.emails", "pii.ips")
 
     def __init__(self, cfg: PiiConfig):
         self.email = cfg.email

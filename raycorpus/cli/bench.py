@@ -76,6 +76,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         "records": counts[ck.RECORDS],
         "docs_in": counts[ck.HTML],
         "docs_kept": counts[ck.KEPT],
+        "docs_indexed": counts[ck.DEDUP_INDEXED],  # kept + near duplicates (dedup.index_duplicates)
         "tokens": len(tokens),
         "bytes_read": counts[ck.BYTES_READ],
         "ms_per_doc": {k: round(v, 4) for k, v in per_doc_ms.items()},

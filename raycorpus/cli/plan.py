@@ -7,8 +7,9 @@ taken to hold ``warc_bytes / bench bytes-per-WARC`` times the benchmarked WARC's
 (Common Crawl: ~1 GB and ~30-40 k HTML pages per WARC), with the same funnel.
 
 Model: CPU seconds per WARC = documents x the bound's ms per document; wall time =
-WARCs x CPU seconds / (workers x efficiency); LSH memory = kept documents x bytes per
-indexed document (tables + signature store) / shards; output = tokens x bytes per token
+WARCs x CPU seconds / (workers x efficiency); LSH memory = indexed documents (kept, and near
+duplicates with ``dedup.index_duplicates``, as the bench counted them) x bytes per indexed
+document (tables + signature store) / shards; output = tokens x bytes per token
 (+ one copy per extra token format); S3 = one streamed GET per WARC plus retries
 (``read_requests_per_warc``), spread over the run.
 """
@@ -45,6 +46,9 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     distinct = max(1, bench.get("input_warcs", chain["warcs"]))
     docs_per_warc = chain["docs_in"] / chain["warcs"] * scale
     kept_per_warc = chain["docs_kept"] / distinct * scale
+    # the index holds what the bench's dedup indexed (kept documents, and near duplicates with
+    # dedup.index_duplicates); a bench JSON from before it said so: the kept ones
+    indexed_per_warc = chain.get("docs_indexed", chain["docs_kept"]) / distinct * scale
     tokens_per_warc = chain["tokens"] / distinct * scale
     cpu_s_per_warc = docs_per_warc * chain["ms_per_doc_total"] / 1000
     measured_eff = None
@@ -55,6 +59,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     eff = efficiency or measured_eff or 0.85
     wall_s = warcs * cpu_s_per_warc / (workers * eff)
     kept = kept_per_warc * warcs
+    indexed = indexed_per_warc * warcs
     per_doc = TABLE_BYTES_PER_DOC + (STORE_BYTES_PER_DOC if verify else 8)
     tokens = tokens_per_warc * warcs
     out = {
@@ -71,10 +76,11 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "core_hours": round(warcs * cpu_s_per_warc / eff / 3600, 1),
         "wall_hours": round(wall_s / 3600, 2),
         "docs_kept": round(kept),
+        "docs_indexed": round(indexed),
         "tokens": round(tokens),
         "output_bytes": round(tokens * token_bytes * (1 + extra_formats)),
         "lsh_shards": shards,
-        "lsh_bytes_per_shard": round(kept * per_doc / shards),
+        "lsh_bytes_per_shard": round(indexed * per_doc / shards),
         "s3_get_per_second": round(warcs * read_requests_per_warc / wall_s, 2) if wall_s else None,
         "read_bytes_per_second": round(warcs * (warc_bytes or bytes_per_warc) / wall_s) if wall_s else None,
         "warnings": [],
@@ -84,10 +90,10 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
             f"{out['s3_get_per_second']:,.0f} GET/s against one bucket prefix: the commoncrawl bucket answers "
             f"SlowDown well below S3's {S3_GET_LIMIT:,}/s under shared load; cap storage.max_concurrency or workers")
     if out["lsh_bytes_per_shard"] > 64 * 2**30:
-        need = math.ceil(kept * per_doc / (32 * 2**30))
+        need = math.ceil(indexed * per_doc / (32 * 2**30))
         out["warnings"].append(f"{out['lsh_bytes_per_shard'] / 2**30:,.0f} GiB per LSH shard: use dedup.shards >= "
                                f"{need} (32 GiB each)")
-    out["index"] = _index(kept, per_doc, shards, nodes, node_memory, out["warnings"])
+    out["index"] = _index(indexed, per_doc, shards, nodes, node_memory, out["warnings"])
     reaching = (chain["docs_kept"] + sum(n for k, n in chain.get("drops", {}).items() if k.startswith("dedup:")))
     # the workers stage every document that reaches dedup (duplicates too); closing tasks read them back once
     staged = tokens * token_bytes * reaching / max(1, chain["docs_kept"])
@@ -104,21 +110,21 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     return out
 
 
-def _index(kept: float, per_doc: int, shards: int, nodes: int | None, node_memory: float, warnings: list) -> dict:
+def _index(indexed: float, per_doc: int, shards: int, nodes: int | None, node_memory: float, warnings: list) -> dict:
     """The LSH index in memory (per shard, per node, shards spread evenly) and on storage."""
-    per_shard = kept * per_doc / shards
+    per_shard = indexed * per_doc / shards
     out = {
         "bytes_per_doc": per_doc,
         "bytes_per_shard": round(per_shard),
-        "files_bytes": round(kept * SEGMENT_BYTES_PER_DOC),  # every shard's files (the "snapshots")
-        "records_bytes": round(kept * RECORD_BYTES_PER_DOC),  # the per-WARC dedup records
-        "resume_read_per_shard": round(kept * SEGMENT_BYTES_PER_DOC / shards),  # its own files only
-        "resume_read_per_shard_before": round(kept * RECORD_BYTES_PER_DOC),  # 0.1: every record, by every shard
+        "files_bytes": round(indexed * SEGMENT_BYTES_PER_DOC),  # every shard's files (the "snapshots")
+        "records_bytes": round(indexed * RECORD_BYTES_PER_DOC),  # the per-WARC dedup records
+        "resume_read_per_shard": round(indexed * SEGMENT_BYTES_PER_DOC / shards),  # its own files only
+        "resume_read_per_shard_before": round(indexed * RECORD_BYTES_PER_DOC),  # 0.1: every record, by every shard
     }
     if nodes:
         out["bytes_per_node"] = round(per_shard * math.ceil(shards / nodes))
         if per_shard > 0.7 * node_memory:
-            need = math.ceil(kept * per_doc / (0.5 * node_memory))
+            need = math.ceil(indexed * per_doc / (0.5 * node_memory))
             warnings.append(f"an LSH shard needs {per_shard / 2**30:,.1f} GiB, more than 70 % of a node's "
                             f"{node_memory / 2**30:,.0f} GiB: use dedup.shards >= {need}")
         elif out["bytes_per_node"] > 0.5 * node_memory:
@@ -159,7 +165,8 @@ def format_plan(p: dict) -> str:
         f"crawl         {p['warcs']:,} WARCs: {p['core_hours']:,.0f} core-hours; {p['wall_hours']:,.1f} h wall "
         f"on {p['workers']:,} workers",
         f"output        {p['docs_kept']:,} documents, {p['tokens']:,} tokens, {p['output_bytes'] / 1e9:,.1f} GB",
-        f"dedup         {p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
+        f"dedup         {p['docs_indexed']:,} documents indexed, "
+        f"{p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
         + (f", {p['index']['bytes_per_node'] / 2**30:,.1f} GiB per node" if "bytes_per_node" in p["index"] else ""),
         _index_line(p["index"]),
         f"S3            {p['s3_get_per_second']:,.1f} GET/s, {p['read_bytes_per_second'] / 1e6:,.0f} MB/s read; "

@@ -28,6 +28,11 @@ def test_plan_scales_the_benchmarked_warc_to_the_crawl():
     assert p["tokens"] == 90_000 * 40_000_000 and p["output_bytes"] == 2 * p["tokens"]
     assert p["lsh_bytes_per_shard"] == round(90_000 * 20_000 * (TABLE_BYTES_PER_DOC + STORE_BYTES_PER_DOC) / 10)
     assert any("LSH shard" in x for x in p["warnings"])  # 134 GB per shard is too much
+    # near duplicates are indexed too (dedup.index_duplicates): the index holds what the bench's dedup indexed
+    near = plan({**BENCH, "chain": {**BENCH["chain"], "docs_indexed": 600}}, warcs=90_000, workers=1000, shards=10,
+                warc_bytes=1e9)
+    assert near["docs_indexed"] == 90_000 * 24_000 and near["docs_kept"] == p["docs_kept"] == p["docs_indexed"]
+    assert near["lsh_bytes_per_shard"] == round(p["lsh_bytes_per_shard"] * 1.2)
     # the 2-worker run predicted from the 1-worker run's efficiency
     c = plan(BENCH, warcs=4, workers=2)["check"]
     assert c["measured_seconds_per_warc"] == pytest.approx(8.6 / 4)

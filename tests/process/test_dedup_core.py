@@ -234,3 +234,18 @@ def test_band_table_round_trip_and_bulk_insert():
     capacity = presized.capacity
     presized.insert_many(keys, values)
     assert presized.capacity == capacity  # no growth when sized up front
+
+
+def test_band_table_growth_keeps_load_above_max_load_over_growth():
+    """Grown from empty, the table never holds more than growth x the slots its keys need at max_load."""
+    rng = np.random.default_rng(11)
+    table = BandTable(value_dtype=np.uint32)
+    assert table.growth == 1.25
+    lowest, grew = 1.0, 0
+    for _ in range(300):
+        capacity = table.capacity
+        table.insert_many(rng.integers(1, 2**64, 1000, dtype=np.uint64), np.zeros(1000, np.uint32))
+        grew += table.capacity != capacity
+        if len(table) > 10_000:
+            lowest = min(lowest, table.load_factor)
+    assert grew > 5 and table.max_load / table.growth * 0.99 <= lowest and table.load_factor <= table.max_load

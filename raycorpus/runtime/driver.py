@@ -106,15 +106,9 @@ class _Build:
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
-        self.pool = WorkerPool(cfg, work.worker, work.worker_args)
-        self.pool.resize(force=True)  # the workers start (model loads and all) while the commit path's actors do
-        try:
-            self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state)
-        except BaseException:
-            for actor in self.pool.actors():
-                ray.kill(actor)
-            raise
+        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state)
         self.start = self.committer.next_commit
+        self.pool = WorkerPool(cfg, work.worker, work.worker_args)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
                                      need_docs=self.committer.writers is not None)
 

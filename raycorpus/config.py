@@ -250,6 +250,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
     return config_from_dict(raw, source=str(p), base_dir=p.parent.resolve(), overrides=overrides)
 
 
+def with_overrides(cfg: Config, overrides: dict[str, Any]) -> Config:
+    """``cfg`` with dotted-path values replaced, validated again (``model_copy`` would not validate)."""
+    return config_from_dict(cfg.model_dump(mode="json"), overrides=overrides)
+
+
 def config_from_dict(
     raw: dict[str, Any],
     source: str = "<dict>",

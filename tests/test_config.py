@@ -1,11 +1,9 @@
 """Config validation: every bad config names its field; the CLI exits 2 before starting anything."""
 
-import subprocess
-import sys
-
 import pytest
 
 from raycorpus.config import ConfigError, config_from_dict, load_config
+from tests.support.cli import MINIMAL, run_config
 
 GOOD = {
     "input": {"manifest": "m.txt"},
@@ -65,10 +63,8 @@ def test_fingerprint_ignores_parallelism_not_output_settings():
 
 def test_cli_bad_config_exits_2_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
-    p = tmp_path / "bad.yaml"
-    p.write_text(f"input: {{manifest: m.txt}}\noutput: {{path: {out}, shard_size_tokens: -5}}\n"
-                 "tokenizer: {path: t.json}\n")
-    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(p)], capture_output=True, text=True)
+    r = run_config(tmp_path, f"input: {{manifest: m.txt}}\noutput: {{path: {out}, shard_size_tokens: -5}}\n"
+                             "tokenizer: {path: t.json}\n")
     assert r.returncode == 2
     assert "output.shard_size_tokens" in r.stderr and "greater than or equal to 1" in r.stderr
     assert not out.exists()
@@ -157,10 +153,7 @@ def test_a_value_written_over_the_language_defaults_changes_the_fingerprint():
 
 
 def test_cli_bad_chain_exits_2(tmp_path):
-    p = tmp_path / "bad.yaml"
-    p.write_text("input: {manifest: m.txt}\noutput: {path: out}\ntokenizer: {path: t.json}\n"
-                 "filters: {chain: [langid, url]}\n")
-    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(p)], capture_output=True, text=True)
+    r = run_config(tmp_path, MINIMAL + "filters: {chain: [langid, url]}\n")
     assert r.returncode == 2
     assert "filters.chain.1: stage 'url' reads the record's URL before extraction" in r.stderr
 

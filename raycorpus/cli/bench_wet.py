@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from raycorpus.config import Config, config_from_dict
+from raycorpus.config import Config, with_overrides
 from raycorpus.demo.wet import write_wet_from_warc
 from raycorpus.process.hashing import words
 from raycorpus.process.pipeline import WarcProcessor
@@ -24,14 +24,11 @@ from raycorpus.process.tokenize import TokenEncoder
 NGRAM = 5
 
 
-def as_wet(cfg: Config) -> Config:
-    return cfg.model_copy(update={"input": cfg.input.model_copy(update={"format": "wet"})})
-
-
 def bench_wet_speed(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
     """Seconds per pass over ``warcs`` (WARC) and over their WET text, medians of ``repeats`` after a warm-up."""
     encoder = TokenEncoder(cfg.tokenizer)
-    warc_proc, wet_proc = WarcProcessor(cfg, encoder=encoder), WarcProcessor(as_wet(cfg), encoder=encoder)
+    wet_cfg = with_overrides(cfg, {"input.format": "wet"})
+    warc_proc, wet_proc = WarcProcessor(cfg, encoder=encoder), WarcProcessor(wet_cfg, encoder=encoder)
     with tempfile.TemporaryDirectory() as tmp:
         wets = [str(Path(tmp) / f"{i}.warc.wet.gz") for i in range(len(warcs))]
         for warc, wet in zip(warcs, wets, strict=True):
@@ -61,8 +58,8 @@ def _grams(texts: list[str]) -> set[tuple[str, ...]]:
 def wet_quality(cfg: Config, pairs: list[tuple[str, str]]) -> dict:
     """Word-5-gram overlap of the two pipelines' text on real WARC/WET pairs of one crawl, in tag mode
     (every page's text counts, whatever its language; ``passed_*``: the pages filter mode would keep)."""
-    cfg = config_from_dict(cfg.model_dump(mode="json"), overrides={"filters.mode": "tag"})
-    warc_proc, wet_proc = WarcProcessor(cfg), WarcProcessor(as_wet(cfg))
+    cfg = with_overrides(cfg, {"filters.mode": "tag"})
+    warc_proc, wet_proc = WarcProcessor(cfg), WarcProcessor(with_overrides(cfg, {"input.format": "wet"}))
     warc_docs = [d for i, (warc, _) in enumerate(pairs) for d in warc_proc.process(i, warc).docs]
     wet_docs = [d for i, (_, wet) in enumerate(pairs) for d in wet_proc.process(i, wet).docs]
     a, b = _grams([d.text for d in warc_docs]), _grams([d.text for d in wet_docs])

@@ -6,13 +6,9 @@ import shutil
 import subprocess
 import sys
 
+from tests.support.cli import cli
 from tests.support.corpus import shard_digests
 from tests.support.paths import REPO, SHARED_WARC
-
-
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "raycorpus.cli", *args], capture_output=True, text=True,
-                          timeout=600, cwd=cwd, check=False)
 
 
 def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):

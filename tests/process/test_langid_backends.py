@@ -2,8 +2,6 @@
 labelled sentences of the confusable groups (the shared 75-language sample)."""
 
 import json
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
@@ -15,6 +13,7 @@ from raycorpus.process.filters.langcodes import canonical
 from raycorpus.process.filters.langid import DEFAULT_MODEL, LanguageFilter, predict, predict_one
 from raycorpus.process.filters.langid_backends import BACKENDS, make_backend
 from raycorpus.process.filters.settings import LangIdConfig
+from tests.support.cli import MINIMAL, run_config
 from tests.support.paths import SHARED, need_shared
 
 GOOD = {"input": {"manifest": "m.txt"}, "output": {"path": "out"}, "tokenizer": {"path": "tok.json"}}
@@ -53,10 +52,7 @@ def test_bad_labels_and_backends_are_config_errors_naming_the_field(langid, fiel
 
 
 def test_cli_unknown_keep_label_exits_2(tmp_path):
-    p = tmp_path / "bad.yaml"
-    p.write_text("input: {manifest: m.txt}\noutput: {path: out}\ntokenizer: {path: t.json}\n"
-                 "filters: {langid: {keep: [en, xx_Latn]}}\n")
-    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(p)], capture_output=True, text=True)
+    r = run_config(tmp_path, MINIMAL + "filters: {langid: {keep: [en, xx_Latn]}}\n")
     assert r.returncode == 2
     assert "filters.langid.keep" in r.stderr and "unknown language label 'xx_Latn'" in r.stderr
 

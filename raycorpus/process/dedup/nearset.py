@@ -103,6 +103,15 @@ class NearSet:
     jaccard: np.ndarray  # (m,) exact word-5-gram Jaccard of each pair
     skipped: dict[str, str] = field(default_factory=dict)  # extractor -> reason it has no versions
 
+    def subset(self, keep: np.ndarray) -> NearSet:
+        """The documents where ``keep`` (a bool per document) holds, in their order, with their pairs."""
+        index = np.full(len(self.texts), -1)
+        index[keep] = np.arange(int(keep.sum()))
+        both = keep[self.pairs[:, 0]] & keep[self.pairs[:, 1]]
+        return NearSet([t for t, k in zip(self.texts, keep, strict=True) if k], self.page[keep],
+                       [e for e, k in zip(self.extractor, keep, strict=True) if k], index[self.pairs[both]],
+                       self.jaccard[both], self.skipped)
+
     @property
     def true_duplicate(self) -> np.ndarray:
         """Per document: an earlier document has J >= THRESHOLD with it."""

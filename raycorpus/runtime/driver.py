@@ -108,7 +108,7 @@ class _Build:
         self.metrics = Metrics(cfg.output.path)
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state)
         self.start = self.committer.next_commit
-        self.pool = WorkerPool(cfg, work.worker, work.worker_args)
+        self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=self.total - self.start)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
                                      need_docs=self.committer.writers is not None)
 

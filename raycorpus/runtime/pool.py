@@ -101,9 +101,12 @@ def error_text(e: BaseException) -> str:
 class WorkerPool:
     """Stateless extraction actors, sized from cluster CPUs and re-checked periodically."""
 
-    def __init__(self, cfg: Config, worker: type = WarcWorker, args: tuple = ()):
+    def __init__(self, cfg: Config, worker: type = WarcWorker, args: tuple = (), tasks: int | None = None):
+        """``tasks``: how many tasks this run has; the pool never starts more workers than that (a small job
+        does not pay for workers it cannot use)."""
         self.cfg = cfg
         self.worker, self.args = worker, args  # the actor class and what it is started with after cfg
+        self.tasks = tasks
         self.ready: dict[ray.actor.ActorHandle, int] = {}  # actor -> tasks in flight
         self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
         self.most = 0  # the most workers ready at once
@@ -111,10 +114,11 @@ class WorkerPool:
 
     def target_size(self) -> int:
         if self.cfg.ray.workers:
-            return self.cfg.ray.workers
-        cpus = ray.cluster_resources().get("CPU", 1.0)
-        n = max(1, int(cpus // self.cfg.ray.worker_cpus))
-        return min(n, self.cfg.ray.max_workers or n)
+            n = self.cfg.ray.workers
+        else:
+            n = max(1, int(ray.cluster_resources().get("CPU", 1.0) // self.cfg.ray.worker_cpus))
+            n = min(n, self.cfg.ray.max_workers or n)
+        return max(1, min(n, self.tasks)) if self.tasks is not None else n
 
     def resize(self, force: bool = False) -> None:
         now = time.monotonic()

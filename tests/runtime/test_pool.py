@@ -1,4 +1,4 @@
-"""The work queue's Ray-free parts: streaming the manifest into tasks."""
+"""The work queue: streaming the manifest into tasks, and how many workers the pool starts."""
 
 from tests.support.paths import SHARED, need_shared
 
@@ -18,3 +18,17 @@ def test_the_driver_streams_a_100k_line_manifest():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert n == 100_000 and peak < 8 * 2**20  # measured 0.5 MB: the manifest is never held as a list
+
+
+def test_a_small_job_starts_no_more_workers_than_it_has_tasks(ray_address):
+    from raycorpus.config import config_from_dict
+    from raycorpus.runtime.pool import WorkerPool
+
+    def cfg(**ray_cfg):
+        return config_from_dict({"input": {"manifest": "m"}, "output": {"path": "o"},
+                                 "tokenizer": {"path": "t.json"}, "ray": ray_cfg})
+
+    # the session's cluster has 2 CPUs: one worker per CPU, or ray.workers, but never more than the tasks
+    assert [WorkerPool(cfg(), tasks=t).target_size() for t in (None, 5, 2, 1, 0)] == [2, 2, 2, 1, 1]
+    assert [WorkerPool(cfg(workers=3), tasks=t).target_size() for t in (None, 3, 1)] == [3, 3, 1]
+    assert WorkerPool(cfg(max_workers=1), tasks=5).target_size() == 1

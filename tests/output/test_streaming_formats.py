@@ -15,9 +15,9 @@ from tests.support.paths import SHARED, need_shared
 from tests.support.shards import build_token_shards, random_docs
 
 MDS_ABSENT = ("mosaicml-streaming is not installed: its releases pin transformers<5 (so tokenizers<0.23 and "
-              "huggingface_hub<1) and, from 0.11, numpy<2.2, so it is not in the test extra; to run this test beside numpy 2.4 install it with "
-              "`pip install --no-deps mosaicml-streaming transformers safetensors zstd catalogue python-snappy "
-              "cramjam brotli`")
+              "huggingface_hub<1) and, from 0.11, numpy<2.2, so it is not in the test extra; to run this test "
+              "beside numpy 2.4 install it with `pip install --no-deps mosaicml-streaming transformers safetensors "
+              "zstd catalogue python-snappy cramjam brotli`")
 LITDATA_ABSENT = "litdata is not installed (pip install -e '.[test]' installs it)"
 
 

@@ -75,25 +75,30 @@ def mds_shard(tokens: np.ndarray, ends: np.ndarray) -> memoryview:
     out[:4] = np.frombuffer(np.uint32(n).tobytes(), np.uint8)
     out[4 : 4 + 4 * (n + 1)] = np.frombuffer(offsets.astype("<u4").tobytes(), np.uint8)
     out[4 + 4 * (n + 1) : start] = np.frombuffer(config, np.uint8)
-    # every sample's head as 9 bytes (size, code, uint32 length), of which the first head_bytes are used
-    heads = np.empty((n, 9), np.uint8)
-    heads[:, :4] = col_sizes.astype("<u4").view(np.uint8).reshape(n, 4)
-    heads[:, 4] = (1 << 2) | shape_code
-    heads[:, 5:] = lengths.astype("<u4").view(np.uint8).reshape(n, 4)
-    used = np.arange(9) < head_bytes[:, None]
-    out[(offsets[:-1, None] + np.arange(9))[used]] = heads[used]
-    _place_documents(out, tokens, ends, offsets[:-1] + head_bytes)
+    starts = offsets[:-1]
+    _put_column(out, starts, col_sizes.astype("<u4"))  # a sample's head: its column's size,
+    out[starts + 4] = (1 << 2) | shape_code  # ndim 1 | the shape dtype's code, the length in that dtype
+    for code, dtype in enumerate(("<u1", "<u2", "<u4")):
+        sel = shape_code == code
+        _put_column(out, starts[sel] + 5, lengths[sel].astype(dtype))
+    _place_documents(out, tokens, ends, starts + head_bytes)
     return out.data
+
+
+def _put_column(out: np.ndarray, starts: np.ndarray, values: np.ndarray) -> None:
+    """Write ``values[i]`` (little-endian bytes) at ``out[starts[i]:]``, for every ``i``."""
+    as_bytes = values.view(np.uint8).reshape(len(values), values.dtype.itemsize)
+    for j in range(values.dtype.itemsize):
+        out[starts + j] = as_bytes[:, j]
 
 
 def _place_documents(out: np.ndarray, tokens: np.ndarray, ends: np.ndarray, starts: np.ndarray) -> None:
     """Copy document ``i`` (its tokens' bytes) to ``out[starts[i]:]``."""
-    src = tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).view(np.uint8)
-    size = tokens.dtype.itemsize
-    byte_ends = (ends * size).tolist()
+    src = memoryview(tokens.astype(tokens.dtype.newbyteorder("<"), copy=False)).cast("B")
+    dst = memoryview(out)
     a = 0
-    for b, s in zip(byte_ends, starts.tolist(), strict=True):
-        out[s : s + b - a] = src[a:b]
+    for b, s in zip((np.asarray(ends, np.int64) * tokens.dtype.itemsize).tolist(), starts.tolist(), strict=True):
+        dst[s : s + b - a] = src[a:b]
         a = b
 
 

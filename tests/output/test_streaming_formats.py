@@ -163,3 +163,20 @@ def test_real_text_through_litdata_decodes_to_the_sentences(real_text):
     assert np.array_equal(flat, np.concatenate(shard_tokens(out, state.shards_closed)))
     docs = np.split(flat, np.flatnonzero(flat == enc.eos_id) + 1)[:-1]
     assert [enc.tokenizer.decode(d[:-1].tolist()) for d in docs] == texts
+
+
+def test_mds_lengths_of_every_shape_dtype_open_in_mosaic_streaming(tmp_path):
+    """A document's length is written as uint8, uint16 or uint32 by its size: each boundary read back."""
+    from raycorpus.output.formats import write_formats
+    from raycorpus.output.shards import canonical_json
+    from raycorpus.output.streaming_formats import StreamingIndexes
+
+    lengths = [1, 255, 256, 65_535, 65_536, 70_000, 3]
+    tokens = np.random.default_rng(3).integers(0, 100_000, sum(lengths)).astype(np.uint32)
+    ends = np.cumsum(lengths, dtype=np.uint64)
+    write_formats(Storage(), str(tmp_path), "shard-000000", ("mds",), tokens, ends, {"sources": []}, {}, None,
+                  canonical_json)
+    StreamingIndexes(Storage(), str(tmp_path), ("mds",), "<u4", 0).update(1)
+    got = mds_documents(tmp_path / "mds")
+    assert [len(d) for d in got] == lengths
+    assert np.array_equal(np.concatenate(got), tokens)

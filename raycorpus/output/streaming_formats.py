@@ -195,3 +195,64 @@ class StreamingIndexes:
         # litdata keys its local cache by updated_at: a hash of the chunk list, new whenever the index grows
         stamp = hashlib.sha256(_json(entries)).hexdigest()[:16]
         return _json({"chunks": entries, "config": litdata_config(self.dtype), "updated_at": stamp})
+
+
+def _take_column(data: np.ndarray, starts: np.ndarray, dtype: str) -> np.ndarray:
+    """The little-endian ``dtype`` values at ``data[starts[i]:]`` (the reverse of :func:`_put_column`)."""
+    width = np.dtype(dtype).itemsize
+    cols = np.stack([data[starts + j] for j in range(width)], axis=1) if len(starts) else np.zeros((0, width))
+    return np.ascontiguousarray(cols, np.uint8).view(dtype).ravel()
+
+
+def read_mds_shard(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, document end offsets) of an ``.mds`` shard this module wrote."""
+    raw = np.frombuffer(data, np.uint8)
+    n = int(np.frombuffer(data, "<u4", 1)[0])
+    offsets = np.frombuffer(data, "<u4", n + 1, 4).astype(np.int64)
+    config = json.loads(data[4 + 4 * (n + 1) : int(offsets[0])])
+    dtype = np.dtype(config["column_encodings"][0].split(":")[1]).newbyteorder("<")
+    codes = raw[offsets[:-1] + 4].astype(np.int64) & 3
+    lengths = np.zeros(n, np.int64)
+    for code, width in enumerate(("<u1", "<u2", "<u4")):
+        sel = codes == code
+        lengths[sel] = _take_column(raw, offsets[:-1][sel] + 5, width)
+    starts = offsets[:-1] + 5 + (1 << codes)
+    ends = np.cumsum(lengths)
+    tokens = np.empty(int(ends[-1]) if n else 0, dtype)
+    out, src = memoryview(tokens).cast("B"), memoryview(data).cast("B")
+    size = dtype.itemsize
+    for s, a, b in zip(starts.tolist(), ((ends - lengths) * size).tolist(), (ends * size).tolist(), strict=True):
+        out[a:b] = src[s : s + b - a]
+    return tokens, ends.astype(np.uint64)
+
+
+def read_litdata_chunk(data: bytes, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, document end offsets) of a litdata chunk of ``no_header_numpy`` items."""
+    n = int(np.frombuffer(data, "<u4", 1)[0])
+    offsets = np.frombuffer(data, "<u4", n + 1, 4).astype(np.int64)
+    dtype = np.dtype(dtype).newbyteorder("<")
+    tokens = np.frombuffer(data, dtype, (int(offsets[-1]) - int(offsets[0])) // dtype.itemsize, int(offsets[0]))
+    return tokens, ((offsets[1:] - offsets[0]) // dtype.itemsize).astype(np.uint64)
+
+
+def streaming_format_problems(storage: Storage, out_url: str, fmt: str, sidecars: list[dict]) -> list[str]:
+    """What is wrong with ``fmt``'s copy of the closed shards whose canonical sidecars are ``sidecars``: the
+    index names each in order, and each holds the same tokens and document ends (by their sha256)."""
+    from raycorpus.output.shards import shard_name
+
+    index = StreamingIndexes(storage, out_url, (fmt,), "<u2", len(sidecars)).entries[fmt]
+    if len(index) != len(sidecars):
+        return [f"index.json names {len(index)} of {len(sidecars)} shards"]
+    bad = []
+    for i, (entry, side) in enumerate(zip(index, sidecars, strict=True)):
+        name = shard_name(i)
+        file = entry["raw_data"]["basename"] if fmt == "mds" else entry["filename"]
+        if file != (name + ".mds" if fmt == "mds" else litdata_chunk_name(name)):
+            bad.append(f"{name}: index.json names {file}")
+            continue
+        data = storage.read_bytes(join_url(join_url(out_url, fmt), file))
+        tokens, ends = read_mds_shard(data) if fmt == "mds" else read_litdata_chunk(data, np.dtype(side["dtype"]))
+        if (hashlib.sha256(memoryview(np.ascontiguousarray(tokens)).cast("B")).hexdigest() != side["sha256"]["tokens"]
+                or hashlib.sha256(ends.astype("<u8").tobytes()).hexdigest() != side["sha256"]["idx"]):
+            bad.append(f"{name}: tokens differ from shards/")
+    return bad

@@ -180,3 +180,20 @@ def test_mds_lengths_of_every_shape_dtype_open_in_mosaic_streaming(tmp_path):
     got = mds_documents(tmp_path / "mds")
     assert [len(d) for d in got] == lengths
     assert np.array_equal(np.concatenate(got), tokens)
+
+
+@pytest.mark.parametrize("fmt", ["mds", "litdata"])
+def test_verify_reads_both_formats_back_and_finds_a_changed_token(tmp_path, fmt):
+    from raycorpus.output.streaming_formats import streaming_format_problems
+
+    _, state, _ = build_token_shards(tmp_path, 100_000, formats=(fmt,))
+    sides = [read_shard(Storage(), str(tmp_path), i)[2] for i in range(state.shards_closed)]
+    assert streaming_format_problems(Storage(), str(tmp_path), fmt, sides) == []
+    data_file = sorted((tmp_path / fmt).glob("*.mds" if fmt == "mds" else "chunk-0-1.bin"))[-1]
+    data = bytearray(data_file.read_bytes())
+    data[-1] ^= 1  # the last token of the shard
+    data_file.write_bytes(bytes(data))
+    bad = streaming_format_problems(Storage(), str(tmp_path), fmt, sides)
+    assert len(bad) == 1 and "tokens differ" in bad[0]
+    assert streaming_format_problems(Storage(), str(tmp_path), fmt, [*sides, sides[0]]) == [
+        f"index.json names {state.shards_closed} of {state.shards_closed + 1} shards"]

@@ -14,7 +14,7 @@ from raycorpus.output.streaming_formats import _check_size, mds_shard
 from tests.support.paths import SHARED, need_shared
 from tests.support.shards import build_token_shards, random_docs
 
-MDS_ABSENT = ("mosaicml-streaming is not installed: its releases pin transformers<5 (so tokenizers<0.23 and "
+MDS_ABSENT = ("mosaicml-streaming is not installed: its releases since 0.9 pin transformers<5 (so tokenizers<0.23 and "
               "huggingface_hub<1) and, from 0.11, numpy<2.2, so it is not in the test extra; to run this test "
               "beside numpy 2.4 install it with `pip install --no-deps mosaicml-streaming transformers safetensors "
               "zstd catalogue python-snappy cramjam brotli`")

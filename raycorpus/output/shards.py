@@ -209,7 +209,8 @@ class ShardPacker:
         self.closer = closer or InlineCloser(storage)
         self.obsolete: list[str] = []  # urls of staged files to delete once a checkpoint no longer names them
         self._released: set[str] = set()  # staged files whose documents are all in closed shards
-        self.indexes = StreamingIndexes(storage, out_url, self.formats, token_meta["dtype"], self.state.shards_closed)
+        self.indexes = StreamingIndexes(storage, out_url, self.formats, token_meta["dtype"], self.state.shards_closed,
+                                        shard_size_tokens)
         if self.state.open_tokens is None:
             self.state.open_tokens = sum(int(load_staged(storage, out_url, f)[1].sum()) for f in self.state.files())
 

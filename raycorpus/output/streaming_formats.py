@@ -128,8 +128,10 @@ def litdata_entry(name: str, data: bytes | memoryview, docs: int, tokens: int) -
     return {"chunk_bytes": len(data), "chunk_size": docs, "dim": tokens, "filename": litdata_chunk_name(name)}
 
 
-def litdata_config(dtype: np.dtype) -> dict:
-    return {"chunk_bytes": None, "chunk_size": None, "compression": None, "compression_batch_size": None,
+def litdata_config(dtype: np.dtype, shard_size_tokens: int | None) -> dict:
+    """``chunk_bytes``: the target size of a chunk (a shard's, which closes after the document that fills it)."""
+    chunk_bytes = shard_size_tokens * np.dtype(dtype).itemsize if shard_size_tokens else None
+    return {"chunk_bytes": chunk_bytes, "chunk_size": None, "compression": None, "compression_batch_size": None,
             "compression_level": None, "data_format": [f"no_header_numpy:{_LITDATA_DTYPE_CODES[np.dtype(dtype)]}"],
             "data_spec": _LITDATA_DATA_SPEC, "encryption": None, "ipc_compression": None,
             "item_loader": "TokensLoader"}
@@ -159,8 +161,10 @@ class StreamingIndexes:
     counts them; the entries come from the shards' sidecars (read once each: an index written earlier
     gives the first ones on a restart)."""
 
-    def __init__(self, storage: Storage, out_url: str, formats: tuple[str, ...], dtype: str, closed: int):
+    def __init__(self, storage: Storage, out_url: str, formats: tuple[str, ...], dtype: str, closed: int,
+                 shard_size_tokens: int | None = None):
         self.storage = storage
+        self.shard_size_tokens = shard_size_tokens
         self.out_url = out_url
         self.dtype = np.dtype(dtype)
         self.entries: dict[str, list[dict]] = {f: self._written(f)[:closed] for f in formats
@@ -194,7 +198,8 @@ class StreamingIndexes:
             return _json({"shards": entries, "version": 2})
         # litdata keys its local cache by updated_at: a hash of the chunk list, new whenever the index grows
         stamp = hashlib.sha256(_json(entries)).hexdigest()[:16]
-        return _json({"chunks": entries, "config": litdata_config(self.dtype), "updated_at": stamp})
+        config = litdata_config(self.dtype, self.shard_size_tokens)
+        return _json({"chunks": entries, "config": config, "updated_at": stamp})
 
 
 def _take_column(data: np.ndarray, starts: np.ndarray, dtype: str) -> np.ndarray:

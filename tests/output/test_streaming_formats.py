@@ -71,7 +71,9 @@ def test_litdata_files_open_in_litdata_tokens_loader(tmp_path, vocab):
     expect = [t[k * b : (k + 1) * b] for t in flat for k in range(len(t) // b)]
     got = litdata_blocks(tmp_path / "litdata", b)
     assert len(got) == len(expect) > 0 and all(np.array_equal(x, y) for x, y in zip(got, expect, strict=True))
-    chunks = json.loads((tmp_path / "litdata" / "index.json").read_text())["chunks"]
+    index = json.loads((tmp_path / "litdata" / "index.json").read_text())
+    chunks = index["chunks"]
+    assert index["config"]["chunk_bytes"] == 5000 * flat[0].dtype.itemsize  # the shard size the packer closes at
     assert [c["dim"] for c in chunks] == [len(t) for t in flat]
     ends = [read_shard(Storage(), str(tmp_path), i)[1] for i in range(state.shards_closed)]
     assert [c["chunk_size"] for c in chunks] == [len(e) for e in ends]

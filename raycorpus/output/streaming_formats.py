@@ -9,9 +9,9 @@ Both are a folder of binary shards plus one ``index.json`` naming them, which th
   ``streaming.StreamingDataset(local=".../mds")``; each sample is ``{"tokens": array}``.
 - ``litdata/chunk-0-N.bin``: a litdata chunk (``litdata.streaming.writer``): uint32 item count,
   uint32 byte offsets (count + 1), then the items, one per document, serialised ``no_header_numpy``
-  (the raw token ids). Read with ``litdata.StreamingDataset(".../litdata",
-  item_loader=TokensLoader(block_size=...))`` for training blocks, or without ``item_loader`` for
-  one document per item.
+  (the raw token ids), ``item_loader: TokensLoader`` in the config. Read with
+  ``litdata.StreamingDataset(".../litdata", item_loader=TokensLoader(block_size=...))``: blocks of
+  a chunk's tokens (litdata refuses another item loader for such a folder).
 
 Each shard's entry of ``index.json`` goes into its sidecar (``mds/shard-NNNNNN.json``,
 ``litdata/shard-NNNNNN.json``: the provenance sidecar of every format plus the entry under the

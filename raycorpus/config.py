@@ -43,16 +43,19 @@ class InputConfig(_Model):
         "records' plain text: no extraction, the same filters, dedup and tokenizing)")
 
 
+MAX_STREAMING_SHARD_TOKENS = 2**29  # 2 GiB of uint32 tokens: under the 4 GiB of an MDS / litdata shard, with room
+
+
 class OutputConfig(_Model):
     path: str = Field(description="output folder or s3:// prefix")
     shard_size_tokens: int = Field(100_000_000, ge=1, description="close a shard once it holds this many tokens")
     documents: bool = Field(
         False, description="also write kept documents (text, url, record id, metadata) as documents/*.jsonl.zst"
     )
-    format: list[Literal["megatron", "datatrove", "packed", "parquet"]] = Field(
+    format: list[Literal["megatron", "datatrove", "packed", "mds", "litdata", "parquet"]] = Field(
         default_factory=list,
-        description="also write closed shards as megatron/, datatrove/ or packed/ (rows of ctx_len + 1), and kept "
-        "documents as documents/*.parquet; shards/ is always written",
+        description="also write closed shards as megatron/, datatrove/, packed/ (rows of ctx_len + 1), mds/ "
+        "(MosaicML streaming) or litdata/, and kept documents as documents/*.parquet; shards/ is always written",
     )
     ctx_len: int | None = Field(None, ge=1, le=2**24, description="sequence length of the packed format")
 
@@ -67,6 +70,9 @@ class OutputConfig(_Model):
             raise ValueError("format `packed` needs `ctx_len` (tokens per training sequence)")
         if len(set(self.format)) != len(self.format):
             raise ValueError("a format is listed twice")
+        if {"mds", "litdata"} & set(self.format) and self.shard_size_tokens > MAX_STREAMING_SHARD_TOKENS:
+            raise ValueError(f"formats mds and litdata address a shard with uint32 byte offsets: shard_size_tokens "
+                             f"must be at most {MAX_STREAMING_SHARD_TOKENS:,}")
         return self
 
 

@@ -14,6 +14,9 @@ copy) can also be written as:
   from which a trainer builds a block-diagonal document mask or varlen offsets. The last
   ``< ctx_len + 1`` tokens of a shard are not in any row (the sidecar counts them).
 
+- ``mds/`` (MosaicML streaming) and ``litdata/`` (Lightning litdata): one document per sample / item,
+  with an ``index.json`` kept by the packer (:mod:`raycorpus.output.streaming_formats`).
+
 Each folder also gets the shard's JSON sidecar (tokenizer name and sha256, dtype, EOS id,
 source WARCs), so any file can be traced back to its crawl. All are array copies.
 """
@@ -26,8 +29,9 @@ import struct
 import numpy as np
 
 from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.output.streaming_formats import STREAMING_FORMATS, write_streaming_format
 
-TOKEN_FORMATS = ("megatron", "datatrove", "packed")
+TOKEN_FORMATS = ("megatron", "datatrove", "packed", *STREAMING_FORMATS)
 MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 _MEGATRON_CODES = {np.dtype(np.uint8): 1, np.dtype(np.int8): 2, np.dtype(np.int16): 3, np.dtype(np.int32): 4,
                    np.dtype(np.int64): 5, np.dtype(np.float64): 6, np.dtype(np.float32): 7,
@@ -123,6 +127,9 @@ def write_formats(storage: Storage, out_url: str, name: str, formats: tuple[str,
             put(fmt, name + ".docs.npy", _npy(docs))
             packed = {"ctx_len": ctx_len, "rows": len(rows), "tail_tokens_not_in_rows": len(tokens) - rows.size}
             put(fmt, name + ".json", dumps({**sidecar, "packed": packed}))
+            continue
+        elif fmt in STREAMING_FORMATS:
+            write_streaming_format(put, fmt, name, tokens, ends, sidecar, dumps)
             continue
         else:
             raise ValueError(f"unknown token format {fmt!r}")

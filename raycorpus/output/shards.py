@@ -27,6 +27,7 @@ import numpy as np
 
 from raycorpus.ingest.storage import Storage, StorageError, join_url
 from raycorpus.output.formats import TOKEN_FORMATS, write_formats
+from raycorpus.output.streaming_formats import StreamingIndexes
 
 SHARDS_DIR = "shards"
 TOKENS_DIR = "tokens"  # the WARCs' staged token files, until the shards holding their documents close
@@ -208,6 +209,8 @@ class ShardPacker:
         self.closer = closer or InlineCloser(storage)
         self.obsolete: list[str] = []  # urls of staged files to delete once a checkpoint no longer names them
         self._released: set[str] = set()  # staged files whose documents are all in closed shards
+        self.indexes = StreamingIndexes(storage, out_url, self.formats, token_meta["dtype"], self.state.shards_closed,
+                                        shard_size_tokens)
         if self.state.open_tokens is None:
             self.state.open_tokens = sum(int(load_staged(storage, out_url, f)[1].sum()) for f in self.state.files())
 
@@ -262,6 +265,7 @@ class ShardPacker:
         """Wait until every closed shard is durable; return the state to checkpoint (the open shard's
         documents are already durable: the workers staged them)."""
         self.closer.wait()
+        self.indexes.update(self.state.shards_closed)  # the closed shards' index.json, before the checkpoint
         named = self.state.files()
         self.obsolete += [_url(self.out_url, f) for f in sorted(self._released - named)]
         self._released &= named

@@ -13,6 +13,7 @@ from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import SHARDS_DIR, shard_name
+from raycorpus.output.streaming_formats import STREAMING_FORMATS, streaming_format_problems
 from raycorpus.process.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
 from raycorpus.process.dedup.shardlog import shard_dir
 
@@ -181,6 +182,12 @@ def _check_formats(storage: Storage, out_url: str, shards: int, check) -> None:
                     bad.append(f"{name}: tokens differ from shards/")
         ok = "files present" if fmt == "packed" else "tokens equal to shards/"
         check(fmt, not bad, "; ".join(bad[:5]) if bad else f"{shards} shards, {ok}")
+    for fmt in STREAMING_FORMATS:
+        if storage.list(join_url(out_url, fmt)):
+            sides = [json.loads(storage.read_bytes(join_url(join_url(out_url, SHARDS_DIR), shard_name(i) + ".json")))
+                     for i in range(shards)]
+            bad = streaming_format_problems(storage, out_url, fmt, sides)
+            check(fmt, not bad, "; ".join(bad[:5]) if bad else f"{shards} shards indexed, tokens equal to shards/")
 
 
 def _record_ids(storage: Storage, url: str) -> list[str]:

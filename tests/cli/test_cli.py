@@ -40,7 +40,7 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     b = json.loads((tmp_path / "bench.json").read_text())
     chain = b["chain"]
     assert chain["docs_in"] > 0 and {"extract", "minhash", "dedup", "tokenize"} <= set(chain["ms_per_doc"])
-    assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed"}
+    assert set(b["formats"]["million_tokens_per_second"]) == {"megatron", "datatrove", "packed", "mds", "litdata"}
     assert set(b["pipeline"]) == {"1", "2"} and all(p["docs_in"] == chain["docs_in"] for p in b["pipeline"].values())
     assert b["pipeline"]["2"]["peak_rss_mb"]["workers"] > 0
 

@@ -306,7 +306,8 @@ def test_trainer_formats_beside_the_shards(reference, crawl, tmp_path):
     ref_out, ref_summary = reference
     out = tmp_path / "out"
     s = run(make_config(str(c.manifest_path), str(out), tok, ray={"workers": 2},
-                        output={"format": ["megatron", "datatrove", "packed", "parquet"], "ctx_len": 64}))
+                        output={"format": ["megatron", "datatrove", "packed", "mds", "litdata", "parquet"],
+                                "ctx_len": 64}))
     assert shard_digests(out) == shard_digests(ref_out)  # extra formats never change the canonical shards
     st = Storage()
     docs = list(iter_documents(st, str(out)))
@@ -320,6 +321,8 @@ def test_trainer_formats_beside_the_shards(reference, crawl, tmp_path):
         assert (out / "packed" / f"shard-{i:06d}.rows.npy").exists()
     assert len(mega) == len(docs) == s["docs"]["kept"]
     assert all(np.array_equal(a, b) for a, b in zip(mega, docs, strict=True))
+    for fmt, key in (("mds", "shards"), ("litdata", "chunks")):  # their readers: tests/output/test_streaming_formats
+        assert len(json.loads((out / fmt / "index.json").read_text())[key]) == s["shards"]
     table = pq.read_table(str(out / "documents"))
     assert table.num_rows == s["docs"]["kept"] and {"text", "url", "record_id", "warc", "lang", "metadata"} <= set(
         table.column_names)

@@ -57,12 +57,12 @@ class Sent:
 
 class Committer:
     def __init__(self, cfg: Config, token_meta: dict, run_id: str, ledger: Ledger, metrics: Metrics,
-                 state: LedgerState):
+                 state: LedgerState, priors: tuple = ()):
         self.cfg, self.token_meta, self.run_id, self.metrics = cfg, token_meta, run_id, metrics
         self.tag = cfg.filters.mode == "tag"
         self.packer = self._start_packer()
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
-        self.dedup = DedupStage(cfg, ledger, state) if cfg.dedup.enabled else None  # starts while the packer does
+        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None  # starts while the packer does
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
@@ -131,7 +131,8 @@ class Committer:
             raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
-        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit)
+        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit,
+                               self.cfg.dedup.against)
         return summary, verdict
 
     def _send(self, item: Sent) -> None:

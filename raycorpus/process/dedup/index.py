@@ -326,7 +326,8 @@ class Decision:
         return Decision(kind, dup_of, jac, self.indexed, eligible)
 
     def counts(self) -> dict[str, int]:
-        return {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+        counts = {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+        return {k: n for k, n in counts.items() if n or not k.startswith("prior_")}  # prior: only with dedup.against
 
     def count_into(self, counts: Counter, tag: bool) -> None:
         """Add this decision to a WARC's counters: duplicates dropped (or tagged), documents indexed."""

@@ -62,7 +62,8 @@ class Committer:
         self.tag = cfg.filters.mode == "tag"
         self.packer = self._start_packer()
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
-        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None  # starts while the packer does
+        # the LSH shards start while the packer does
+        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raycorpus.cli.summary import format_summary
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerError
@@ -52,7 +53,8 @@ def _dedup_counts(out: Path, ordinals) -> Counter:
     got: Counter = Counter()
     for e in Ledger(Storage(), str(out)).iter_entries():
         if e["ordinal"] in ordinals:
-            got.update({k.removeprefix("drop:dedup:"): n for k, n in e["counts"].items() if k.startswith("drop:dedup:")})
+            got.update({k.removeprefix("drop:dedup:"): n for k, n in e["counts"].items()
+                        if k.startswith("drop:dedup:")})
     return got
 
 
@@ -103,6 +105,8 @@ def test_b_keeps_what_one_build_of_a_and_b_keeps_of_b(built):
     assert got["prior_exact"] > 0 and got["prior_near"] > 0, got  # the halves share exact and near copies
     for kind in KINDS:
         assert sb["docs"]["dropped"].get(f"dedup:prior_{kind}", 0) == got[f"prior_{kind}"]
+    shown = format_summary(sb)  # `raycorpus summary`
+    assert f"{got['prior_exact']:>10,}  dedup:prior_exact" in shown and "dedup:prior_near" in shown
     run_json = json.loads((b / "run.json").read_text())
     assert [x["output"] for x in run_json["dedup_against"]] == [str(a)]
     assert sb["this_run"]["dedup"]["prior_docs"] == sa["this_run"]["dedup"]["indexed_docs"]
@@ -127,7 +131,7 @@ def test_audit_rows_name_the_earlier_output_and_document(built):
 def test_b_is_the_same_with_2_workers_and_shards_and_a_is_never_written(built, tmp_path):
     a, _ = built["A"]
     b, _ = built["B"]
-    b2, s2 = built["build"]("B2", "b", workers=2, shards=3, against=[str(a)])  # A has 2 shards: each filters
+    b2, _ = built["build"]("B2", "b", workers=2, shards=3, against=[str(a)])  # A has 2 shards: each filters
     assert shard_digests(b2) == shard_digests(b)
     assert _state(a) == built["before"]  # bytes and mtimes of every file of A
 

@@ -167,7 +167,7 @@ def _in_commit_order(parts: list[tuple]) -> tuple:
     """Concatenated inserts sorted by docno (stable), as the earlier build inserted them: a table keeps the
     first document of a key, and a shard takes its documents in order."""
     out = []
-    for i, name in enumerate(FIELDS):
+    for i in range(len(FIELDS)):
         cols = [p[i] for p in parts if p[i] is not None]
         out.append(np.concatenate(cols) if cols else None)
     ek, e_no, bk, b_no, own_no, own_gids, own_sigs = out

@@ -78,6 +78,8 @@ class DedupStage:
         self.cfg, self.ledger, self.priors = cfg, ledger, priors
         self.prior_docs = sum(p.docnos for p in priors)  # dedup.against: numbered before this build's documents
         n = len(state.dedup) if state.dedup else default_shards(cfg)  # a resumed index keeps its shard count
+        if priors and not state.dedup and not cfg.dedup.shards:  # the earlier index's count: a shard reads its own
+            n = len(priors[0].shards)  # files only (another count reads every file of it, see dedup/prior.py)
         if state.dedup and cfg.dedup.shards and cfg.dedup.shards != n:
             log.warning("dedup.shards is %d but this output's index has %d shards: keeping %d", cfg.dedup.shards, n, n)
         self.layout = Layout.from_config(cfg.dedup, n)

@@ -149,7 +149,7 @@ def test_b_resumes_after_sigkill_to_the_same_bytes_and_refuses_a_changed_prior(c
         cfg_path.write_text(json.dumps({
             "input": {"manifest": str(paths["b"]), "base": www.url},
             "output": {"path": str(out), "shard_size_tokens": 5000}, "tokenizer": {"path": tok},
-            "ray": {"workers": 1}, "dedup": {"shards": 2, "against": [str(prior)]},
+            "ray": {"workers": 1}, "dedup": {"against": [str(prior)]},  # no shards: A's count (2)
             "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
         cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -166,6 +166,13 @@ def test_b_resumes_after_sigkill_to_the_same_bytes_and_refuses_a_changed_prior(c
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert shard_digests(out) == shard_digests(b)
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout
+    # each shard loaded the slice it owns of A: A's files of the same shard, nothing else
+    named = Ledger(Storage(), str(prior)).load().dedup
+    reads = json.loads((out / "summary.json").read_text())["this_run"]["dedup"]["start_reads"]
+    assert [r["prior_bytes"] for r in reads] == [
+        sum((prior / "dedup" / f"shard-{i:04d}" / n).stat().st_size for n in d.files) for i, d in enumerate(named)]
     # the earlier output changes (here: its run.json): the resumed (or rerun) build refuses, exit 2
     run_json = json.loads((prior / "run.json").read_text())
     (prior / "run.json").write_text(json.dumps({**run_json, "note": "rebuilt"}))

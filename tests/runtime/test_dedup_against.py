@@ -192,3 +192,25 @@ def test_a_prior_that_is_unfinished_or_built_otherwise_is_refused(crawl, built, 
                       dedup={"against": [str(tmp_path / "nothing")]})
     with pytest.raises(LedgerError, match="not a raycorpus output"):
         run(cfg)
+
+
+def test_an_earlier_output_on_s3_is_read_in_place(crawl, built, halves, tmp_path, s3_server):
+    _, tok = crawl
+    paths, base = halves
+    b, _ = built["B"]
+    storage = {"s3_endpoint_url": s3_server.endpoint_url}
+    client = s3_server.client()
+    client.create_bucket(Bucket="earlier")
+    run(make_config(str(paths["a"]), "s3://earlier/A", tok, input={"base": base}, ray={"workers": 1},
+                    dedup={"shards": 2}, storage=storage))
+
+    def objects():
+        listed = client.list_objects_v2(Bucket="earlier", Prefix="A/")["Contents"]
+        return {o["Key"]: (o["ETag"], o["LastModified"]) for o in listed}
+
+    before = objects()
+    s = run(make_config(str(paths["b"]), str(tmp_path / "B"), tok, input={"base": base}, ray={"workers": 1},
+                        dedup={"against": ["s3://earlier/A"]}, storage=storage))
+    assert shard_digests(tmp_path / "B") == shard_digests(b)  # the same bytes as against the local A
+    assert s["this_run"]["dedup"]["shards"] == 2  # A's shard count
+    assert objects() == before

@@ -107,6 +107,7 @@ def test_b_keeps_what_one_build_of_a_and_b_keeps_of_b(built):
         assert sb["docs"]["dropped"].get(f"dedup:prior_{kind}", 0) == got[f"prior_{kind}"]
     shown = format_summary(sb)  # `raycorpus summary`
     assert f"{got['prior_exact']:>10,}  dedup:prior_exact" in shown and "dedup:prior_near" in shown
+    assert f"{sa['this_run']['dedup']['indexed_docs']:,} of them from dedup.against" in shown
     run_json = json.loads((b / "run.json").read_text())
     assert [x["output"] for x in run_json["dedup_against"]] == [str(a)]
     assert sb["this_run"]["dedup"]["prior_docs"] == sa["this_run"]["dedup"]["indexed_docs"]

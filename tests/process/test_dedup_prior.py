@@ -138,3 +138,34 @@ def test_a_prior_match_names_the_document_as_its_output_knows_it(pages, tmp_path
     assert doc_id(d.dup_of[2]) == "0/1" and prior_number(d.dup_of[2]) is None
     assert d.counts() == {"url": 0, "exact": 1, "near": 0, "prior_exact": 1}
     assert {URL, NEAR} < set(KINDS)
+
+
+@pytest.mark.parametrize("tag", [False, True])
+def test_the_audit_and_tag_mode_name_the_earlier_output(pages, tmp_path, tag):
+    from raycorpus.output.docfiles import read_jsonl_zst
+    from raycorpus.process.dedup.output import DedupVerdict, apply_decision
+    from raycorpus.process.document import Document
+
+    signer = Signer()
+    lay = Layout.from_config(CFG, 1)
+    rec = RecordingShards(lay)
+    Deduplicator(lay, CFG.threshold, rec).decide(3, *_batch(signer, [("https://a.example/p", pages[0])]))
+    prior = _write_prior(tmp_path, rec, 1)
+    here = LocalShards(lay)
+    load_prior(here.shards[0], Storage(), prior)
+    b = Deduplicator(lay, CFG.threshold, here, prior.docnos)
+    got = [("https://b.example/1", pages[0]), ("https://b.example/2", _near(pages[0]))]
+    d, _ = b.decide(0, *_batch(signer, got))
+    docs = [Document(t, u, f"<urn:{i}>", "2026-01-01") for i, (u, t) in enumerate(got)]
+    verdict = DedupVerdict(d, None, True, (prior.output,))
+    out = apply_decision(Storage(), str(tmp_path / "B"), 0, "w.warc.gz", docs, verdict, tag)
+    if tag:
+        assert [x.metadata["would_drop"] for x in out] == [["dedup:prior_exact"], ["dedup:prior_near"]]
+        assert [x.metadata["dedup"]["dup_of_output"] for x in out] == [prior.output] * 2
+        assert [x.metadata["dedup"]["dup_of"] for x in out] == ["3/0"] * 2
+    else:
+        assert out == []
+        st = Storage()
+        rows = [r for u in st.list(str(tmp_path / "B" / "exclusions")) for r in read_jsonl_zst(st, u)]
+        assert [(r["reason"], r["dup_of"], r["dup_of_output"]) for r in rows] == [
+            ("dedup:prior_exact", "3/0", prior.output), ("dedup:prior_near", "3/0", prior.output)]

@@ -207,6 +207,8 @@ class Config(_Model):
             d["dedup"].pop("verify_margin")
         if not d["dedup"]["index_duplicates"]:  # likewise: only kept documents were indexed before
             d["dedup"].pop("index_duplicates")
+        if not d["dedup"]["against"]:  # a build against no earlier output: the output (and fingerprint) of before
+            d["dedup"].pop("against")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         if d["filters"].get("langid", {}).get("backend") == "fasttext":  # the only backend before it was a
@@ -288,6 +290,9 @@ def config_from_dict(
                 "output": cfg.output.model_copy(update={"path": _resolve_local(cfg.output.path, base_dir)}),
                 "tokenizer": cfg.tokenizer.model_copy(
                     update={"path": _resolve_local(cfg.tokenizer.path, base_dir)}
+                ),
+                "dedup": cfg.dedup.model_copy(
+                    update={"against": tuple(_resolve_local(p, base_dir) for p in cfg.dedup.against)}
                 ),
             }
         )

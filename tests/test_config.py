@@ -162,3 +162,17 @@ def test_input_format_names_the_field_when_unknown():
     raw = {"input": {"manifest": "m", "format": "wat"}, "output": {"path": "o"}, "tokenizer": {"path": "t.json"}}
     with pytest.raises(ConfigError, match=r"input\.format: .*'warc' or 'wet'"):
         config_from_dict(raw)
+
+
+def test_dedup_against_is_in_the_fingerprint_only_when_set_and_resolved_like_other_paths(tmp_path):
+    plain = config_from_dict(GOOD, base_dir=tmp_path)
+    empty = config_from_dict({**GOOD, "dedup": {"against": []}}, base_dir=tmp_path)
+    one = config_from_dict({**GOOD, "dedup": {"against": ["out/2026-05", "s3://b/out/2026-08"]}}, base_dir=tmp_path)
+    assert plain.fingerprint() == empty.fingerprint() != one.fingerprint()
+    assert one.dedup.against == (str(tmp_path / "out" / "2026-05"), "s3://b/out/2026-08")
+    for bad, expected in (({"against": ["a", "a"]}, "lists an output twice"),
+                          ({"against": ["a"], "url": False, "exact": False, "near": False}, "dedup on"),
+                          ({"against": "a"}, "valid tuple")):
+        with pytest.raises(ConfigError, match=expected) as e:
+            config_from_dict({**GOOD, "dedup": bad})
+        assert "  dedup" in str(e.value)

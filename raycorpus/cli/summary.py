@@ -42,7 +42,8 @@ def format_summary(s: dict) -> str:
     if dd:
         per_doc = f", {dd['bytes_per_doc']:,.0f} B/doc" if dd.get("bytes_per_doc") else ""
         lines.append(f"dedup index   {dd['indexed_docs']:,} documents in {dd['shards']} LSH shard(s){per_doc}"
-                     + (f", {dd['restarts']} shard restart(s)" if dd.get("restarts") else ""))
+                     + (f", {dd['restarts']} shard restart(s)" if dd.get("restarts") else "")
+                     + (f", {dd['prior_docs']:,} of them from dedup.against" if dd.get("prior_docs") else ""))
     lines.append(f"tokens        {s['tokens']:,} in {s['shards']:,} shards")
     if s.get("storage", {}).get("retries"):
         lines.append(f"storage       {s['storage']['retries']:,} read requests retried"

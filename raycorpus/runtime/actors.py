@@ -17,6 +17,7 @@ from raycorpus.output.lock import OutputLock
 from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
+from raycorpus.process.dedup.prior import PriorIndex, load_prior
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
@@ -122,17 +123,19 @@ class LshShardActor(Measured):
     """One slice of the dedup index, in memory, and its durable files. Started from the files the last
     checkpoint names plus the records of ``tail`` (WARCs committed after them): its own slice only."""
 
-    def __init__(self, layout: Layout, index: int, cfg: Config, durable: ShardFiles, tail: list[int]):
+    def __init__(self, layout: Layout, index: int, cfg: Config, durable: ShardFiles, tail: list[int],
+                 priors: tuple[PriorIndex, ...] = ()):
         storage = Storage(cfg.storage)
         dedup_url = join_url(cfg.output.path, DEDUP_DIR)
         self.shard = LshShard(layout, index, cfg.dedup.expected_docs)
+        prior_bytes = sum(load_prior(self.shard, storage, p) for p in priors)  # dedup.against: first, read-only
         self.log = ShardLog(storage, shard_dir(dedup_url, index), durable)
         self.log.remove_orphans()
         for request in self.log.load():
             self.shard.insert(*request)
         self.read = {"files": len(durable.files), "file_bytes": self.log.bytes_read, "records": len(tail),
-                     "record_bytes": 0}
-        self.docnos = durable.docnos
+                     "record_bytes": 0, **({"prior_bytes": prior_bytes} if priors else {})}
+        self.docnos = max(durable.docnos, sum(p.docnos for p in priors))  # this build's documents follow theirs
         for ordinal in tail:  # committed after the files: replayed from their records, and logged again
             data = storage.read_bytes(join_url(dedup_url, record_name(ordinal)))
             self.read["record_bytes"] += len(data)

@@ -57,7 +57,7 @@ class Sent:
 
 class Committer:
     def __init__(self, cfg: Config, token_meta: dict, run_id: str, ledger: Ledger, metrics: Metrics,
-                 state: LedgerState):
+                 state: LedgerState, priors: tuple = ()):
         self.cfg, self.token_meta, self.run_id, self.metrics = cfg, token_meta, run_id, metrics
         self.tag = cfg.filters.mode == "tag"
         self.packer = self._start_packer()
@@ -65,7 +65,7 @@ class Committer:
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
-        self.dedup = DedupStage(cfg, ledger, state) if cfg.dedup.enabled else None
+        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
         self.indexed = state.totals[ck.DEDUP_INDEXED]  # documents in the LSH index
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
@@ -131,7 +131,8 @@ class Committer:
             raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
-        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit)
+        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit,
+                               self.cfg.dedup.against)
         return summary, verdict
 
     def _send(self, item: Sent) -> None:

@@ -19,6 +19,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
+from raycorpus.process.dedup.prior import PriorIndex
 from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
 from raycorpus.runtime.actors import LshShardActor
@@ -73,16 +74,20 @@ def shard_memory(cfg: Config, shards: int) -> int | None:
 class DedupStage:
     """Owns the shard actors; ``decide`` is called once per processed WARC, in manifest order."""
 
-    def __init__(self, cfg: Config, ledger: Ledger, state: LedgerState):
-        self.cfg, self.ledger = cfg, ledger
+    def __init__(self, cfg: Config, ledger: Ledger, state: LedgerState, priors: tuple[PriorIndex, ...] = ()):
+        self.cfg, self.ledger, self.priors = cfg, ledger, priors
+        self.prior_docs = sum(p.docnos for p in priors)  # dedup.against: numbered before this build's documents
         n = len(state.dedup) if state.dedup else default_shards(cfg)  # a resumed index keeps its shard count
+        if priors and not state.dedup and not cfg.dedup.shards:  # the earlier index's count: a shard reads its own
+            n = len(priors[0].shards)  # files only (another count reads every file of it, see dedup/prior.py)
         if state.dedup and cfg.dedup.shards and cfg.dedup.shards != n:
             log.warning("dedup.shards is %d but this output's index has %d shards: keeping %d", cfg.dedup.shards, n, n)
         self.layout = Layout.from_config(cfg.dedup, n)
         self.reads: list[dict] = [{}] * n  # what each shard read when it (last) started
         self.actors = self._start_all(state, range(n))
         self.shards = RayShards(self.actors)
-        self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards, state.totals[ck.DEDUP_INDEXED])
+        self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards,
+                                  self.prior_docs + state.totals[ck.DEDUP_INDEXED])
         self.restarts = 0
 
     def _start_all(self, state: LedgerState, indexes) -> list:
@@ -93,7 +98,7 @@ class DedupStage:
         actors = [LshShardActor.options(
             num_cpus=self.cfg.dedup.shard_cpus, **({"memory": memory} if memory else {}),
             resources=dict(self.cfg.dedup.shard_resources), scheduling_strategy="SPREAD", max_restarts=0,
-        ).remote(self.layout, i, self.cfg, durable[i], [o for o in indexed if o >= durable[i].upto])
+        ).remote(self.layout, i, self.cfg, durable[i], [o for o in indexed if o >= durable[i].upto], self.priors)
             for i in indexes]
         try:
             ready = ray.get([a.ready.remote() for a in actors])
@@ -101,7 +106,7 @@ class DedupStage:
             for a in actors:
                 ray.kill(a)
             raise
-        expected = state.totals[ck.DEDUP_INDEXED]
+        expected = self.prior_docs + state.totals[ck.DEDUP_INDEXED]
         if any(r["docnos"] != expected for r in ready):
             raise RuntimeError(f"dedup shards hold {sorted({r['docnos'] for r in ready})} documents, the ledger says "
                                f"{expected}: the output folder was changed by hand")

@@ -23,6 +23,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
+from raycorpus.process.dedup.prior import against_changed, dedup_keys, open_priors
 from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
@@ -50,7 +51,9 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
     if old is None:
         ledger.write_run(run)
         return
-    for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source"):
+    for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source", "dedup_against"):
+        if key == "dedup_against" and old.get(key) != run.get(key):
+            raise LedgerError(f"output {ledger.out_url}: {against_changed(old.get(key), run.get(key))}")
         if old.get(key) != run.get(key):
             raise LedgerError(
                 f"output {ledger.out_url} was started with a different {key} "
@@ -69,6 +72,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
     lock = OutputLock(storage, cfg.output.path)
     lock.acquire()  # refuses while another live run writes this output
     try:
+        priors = tuple(open_priors(storage, cfg.dedup)) if cfg.dedup.enabled else ()  # read-only
         check_run_identity(ledger, {
             "raycorpus": __version__,
             "config_fingerprint": cfg.fingerprint(),
@@ -78,6 +82,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             "tokenizer_sha256": token_meta["tokenizer_sha256"],
             "token_meta": token_meta,
             **({"source": source} if source is not None else {}),
+            **({"dedup_keys": dedup_keys(cfg.dedup)} if cfg.dedup.enabled else {}),
+            **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
         })
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)
@@ -88,7 +94,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if work is None:
             work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
-        return _Build(cfg, token_meta, work, ledger, lock, state).run(progress_mode)
+        return _Build(cfg, token_meta, work, ledger, lock, state, priors).run(progress_mode)
     finally:
         lock.release()
 
@@ -102,11 +108,11 @@ class _Build:
     """One run of the loop, from actor start-up to the summary."""
 
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
-                 state: LedgerState):
+                 state: LedgerState, priors: tuple = ()):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
-        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state)
+        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
         self.start = self.committer.next_commit
         self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=self.total - self.start)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
@@ -191,7 +197,7 @@ class _Build:
             "actor_recoveries": c.recoveries,
         }
         if dedup is not None:
-            stats["dedup"] = _dedup_stats(dedup, self.ledger.load().totals[ck.DEDUP_INDEXED])
+            stats["dedup"] = _dedup_stats(dedup, dedup.prior_docs + self.ledger.load().totals[ck.DEDUP_INDEXED])
         stats["peak_rss_mb"] = _peak_memory({"workers": list(self.pool.ready), **c.actors()})
         return stats
 
@@ -234,7 +240,8 @@ def _dedup_stats(dedup, docs: int) -> dict:
     return {
         "shards": len(shards),
         "restarts": dedup.restarts,
-        "indexed_docs": docs,
+        "indexed_docs": docs,  # with dedup.against, the earlier outputs' documents too (prior_docs of them)
+        **({"prior_docs": dedup.prior_docs} if dedup.prior_docs else {}),
         "indexed_docs_in_shards": sum(s["documents"] for s in shards),
         "table_bytes": table,
         "signature_bytes": sig,

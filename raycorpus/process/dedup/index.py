@@ -41,6 +41,7 @@ import numpy as np
 from raycorpus import counts as ck
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
+from raycorpus.process.dedup.prior import is_prior, local_gid
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.sketch import OPH_BINS, OPH_BITS, OphSketch
 
@@ -49,7 +50,9 @@ GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 
 DEDUP_DIR = "dedup"
 
 KEEP, EXACT, NEAR, URL = 0, 1, 2, 3
-KINDS = {URL: "url", EXACT: "exact", NEAR: "near"}
+PRIOR = 3  # added to a kind when the match is an earlier output's document (dedup.against)
+KINDS = {URL: "url", EXACT: "exact", NEAR: "near",
+         URL + PRIOR: "prior_url", EXACT + PRIOR: "prior_exact", NEAR + PRIOR: "prior_near"}
 OPH = OphSketch(OPH_BINS, OPH_BITS)  # estimates only: the seed does not matter here
 
 
@@ -60,8 +63,8 @@ def make_gids(ordinal: int, n: int) -> np.ndarray:
 
 
 def split_gid(gid: int) -> tuple[int, int]:
-    """(WARC ordinal, document index) of a gid."""
-    gid = int(gid)
+    """(WARC ordinal, document index) of a gid (of an earlier output's document: in that output)."""
+    gid = local_gid(gid)
     return gid >> GID_BITS, gid & ((1 << GID_BITS) - 1)
 
 
@@ -323,7 +326,8 @@ class Decision:
         return Decision(kind, dup_of, jac, self.indexed, eligible)
 
     def counts(self) -> dict[str, int]:
-        return {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+        counts = {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
+        return {k: n for k, n in counts.items() if n or not k.startswith("prior_")}  # prior: only with dedup.against
 
     def count_into(self, counts: Counter, tag: bool) -> None:
         """Add this decision to a WARC's counters: duplicates dropped (or tagged), documents indexed."""
@@ -395,6 +399,7 @@ class Deduplicator:
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
         n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys, sigs if near else None)
+        kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
         return Decision(kind, dup_of, jac, n_kept), encode_record(record)

@@ -9,6 +9,7 @@ import numpy as np
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
 from raycorpus.process.dedup.index import KEEP, KINDS, Decision, split_gid
+from raycorpus.process.dedup.prior import prior_number
 from raycorpus.process.document import Document
 
 AUDIT_PREFIX = "dedup-"
@@ -21,6 +22,7 @@ class DedupVerdict:
     decision: Decision
     record: bytes | None  # the durable record of the documents it added to the index (None: it added none)
     audit: bool  # write the dropped duplicates to the audit file
+    against: tuple[str, ...] = ()  # dedup.against: the earlier outputs a prior match names
 
 
 def doc_id(gid: int) -> str:
@@ -50,6 +52,8 @@ def apply_decision(storage: Storage, out_url: str, ordinal: int, warc: str, docs
             continue
         reason = f"dedup:{KINDS[int(kind[i])]}"
         match = {"dup_of": doc_id(dup_of[i]), "jaccard": None if np.isnan(jac[i]) else round(float(jac[i]), 4)}
+        if (number := prior_number(dup_of[i])) is not None:  # an earlier output's document: name the output
+            match["dup_of_output"] = verdict.against[number]
         if tag:
             doc.metadata["dedup"] = match
             doc.metadata.setdefault("would_drop", []).append(reason)

@@ -51,6 +51,10 @@ class DedupConfig(BaseModel):
         "up front instead of growing them; 0 = grow as needed"
     )
     audit: bool = Field(False, description="write dropped duplicates and what they matched to exclusions/")
+    against: tuple[str, ...] = Field(
+        (), description="earlier, finished outputs (paths or s3:// prefixes) whose indexed "
+        "documents come before this manifest's first WARC, in this order: their copies are dropped as "
+        "dedup:prior_url / prior_exact / prior_near; the earlier outputs are only read")
     shard_memory: int | None = Field(
         None, ge=2**20, description="bytes of Ray memory each LSH shard actor reserves (default: its share of "
         "expected_docs at 1.25 x the measured bytes per document; none when expected_docs is 0); not part of "
@@ -67,6 +71,10 @@ class DedupConfig(BaseModel):
         b, r = self.bands_rows
         if b * r > self.num_perm:
             raise ValueError(f"{b} bands x {r} rows need num_perm >= {b * r} (got {self.num_perm})")
+        if self.against and not self.enabled:
+            raise ValueError("against needs url, exact or near dedup on")
+        if len(set(self.against)) != len(self.against):
+            raise ValueError("against lists an output twice")
         return self
 
     @property

@@ -9,7 +9,8 @@ it never asks where the article's body ends. One rule adds that:
   least ``ARTICLE_MIN_CHARS`` characters. Everything after it in document order (the following
   siblings of it and of each of its ancestors: author boxes, newsletter blurbs, related stories,
   comments, footers) goes. The *last* such element, because articles are often split into several
-  body blocks by images or ads; nothing before the body is touched.
+  body blocks by images or ads; nothing before the body is touched. A page without such a class
+  falls back on its last ``<article>`` element of that size (trafilatura's second body XPath).
 
 Measured and left out: a link-density rule (trafilatura's / jusText's: a ``<div>`` shorter than 100
 characters, 300 when last, whose link text is over 80 % of its text or whose links are mostly under
@@ -24,6 +25,7 @@ The rule's F1 on both reference sets is in ``raycorpus eval``'s ablation.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from resiliparse.parse.html import DOMNode
 
@@ -45,10 +47,11 @@ def _text_len(node: DOMNode) -> int:
 
 
 def cut_after_article(body: DOMNode, min_chars: int = ARTICLE_MIN_CHARS) -> bool:
-    """Remove everything after the last article-body element of at least ``min_chars`` characters; return
-    whether there was one."""
-    found = body.query_selector_all(ARTICLE_BODY_QUERY).values()
-    last = next((node for node in reversed(found) if _is_article_body(node) and _text_len(node) >= min_chars), None)
+    """Remove everything after the last article-body element of at least ``min_chars`` characters (else after the
+    last such ``<article>``); return whether there was one."""
+    last = _last_long(body.query_selector_all(ARTICLE_BODY_QUERY).values(), min_chars, _is_article_body)
+    if last is None:
+        last = _last_long(body.query_selector_all("article").values(), min_chars)
     if last is None:
         return False
     node = last
@@ -57,6 +60,12 @@ def cut_after_article(body: DOMNode, min_chars: int = ARTICLE_MIN_CHARS) -> bool
             node.next.decompose()
         node = node.parent
     return True
+
+
+def _last_long(nodes: list[DOMNode], min_chars: int, test: Callable[[DOMNode], bool] | None = None) -> DOMNode | None:
+    """The last of ``nodes`` that passes ``test`` and holds ``min_chars`` characters or more."""
+    return next((node for node in reversed(nodes) if (test is None or test(node)) and _text_len(node) >= min_chars),
+                None)
 
 
 def _is_article_body(node: DOMNode) -> bool:

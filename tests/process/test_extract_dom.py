@@ -32,6 +32,15 @@ def test_an_article_body_split_in_blocks_is_kept_to_its_last_block():
     assert text.count(PARAGRAPHS[0]) == 4 and text.endswith(PARAGRAPHS[-1]) and BIO not in text
 
 
+def test_without_a_body_class_the_last_long_article_element_is_the_body():
+    teaser = f"<article><h3>{TEASER}</h3></article>"  # short: a teaser, not the body
+    html = (f"<html><body><main><article><h1>Council approves new bike lanes</h1>{BODY}</article>"
+            f"<div class='bio'><p>{BIO}</p></div>{teaser}</main></body></html>")
+    text, _ = extract(html)
+    assert text.endswith(PARAGRAPHS[-1]) and BIO not in text and TEASER not in text
+    assert BIO in extract(html, cut_after_article=False)[0]
+
+
 def test_a_short_body_element_or_none_cuts_nothing():
     short = f"<html><body><div class='post-content'><p>{PARAGRAPHS[0]}</p></div><p>{BIO}</p></body></html>"
     tree = HTMLTree.parse(short)

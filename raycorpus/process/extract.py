@@ -2,6 +2,9 @@
 
 1. Parse. A page nested deeper than ``max_depth`` is dropped (resiliparse's main-content pass
    is quadratic in nesting depth: 50,000 nested divs take 30 s).
+   On the DOM (:mod:`raycorpus.process.extract_dom`, switchable): what follows the article body
+   (the last ``entry-content`` / ``article-body`` / ``post-content`` ... element, else the last
+   ``<article>``, of 500+ characters) is removed.
 2. resiliparse ``extract_plain_text`` with main-content heuristics, also skipping the elements
    matched by ``skip_selectors`` (comment forms, author boxes, related posts, newsletter and
    cookie boxes ...), in C.

@@ -25,7 +25,8 @@ def rule_switches(cfg: ExtractConfig) -> dict[str, dict[str, Any]]:
     switches: dict[str, dict[str, Any]] = {}
     if cfg.skip_selectors:
         switches["skip_selectors"] = {"skip_selectors": ()}
-    for flag in ("rescue_content", "clean_lines", "trim_tail", "trim_head", "drop_calls_to_action"):
+    for flag in ("rescue_content", "clean_lines", "trim_tail", "trim_head", "drop_calls_to_action",
+                 "cut_after_article"):
         if getattr(cfg, flag):
             switches[flag] = {flag: False}
     if cfg.clean_lines and cfg.cut_tail_at < 1:

@@ -2,6 +2,9 @@
 
 1. Parse. A page nested deeper than ``max_depth`` is dropped (resiliparse's main-content pass
    is quadratic in nesting depth: 50,000 nested divs take 30 s).
+   On the DOM (:mod:`raycorpus.process.extract_dom`, switchable): what follows the article body
+   (the last ``entry-content`` / ``article-body`` / ``post-content`` ... element, else the last
+   ``<article>``, of 500+ characters) is removed.
 2. resiliparse ``extract_plain_text`` with main-content heuristics, also skipping the elements
    matched by ``skip_selectors`` (comment forms, author boxes, related posts, newsletter and
    cookie boxes ...), in C.
@@ -40,6 +43,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import DOMNode, HTMLTree
 
 from raycorpus.ingest.warc import HtmlRecord
+from raycorpus.process.extract_dom import cut_after_article
 from raycorpus.process.extract_rules import drop_calls_to_action, is_paragraph, paragraph_span, trim_head
 
 # an element holding three sibling paragraphs is an article container, whatever its class says
@@ -102,6 +106,9 @@ class ExtractConfig(BaseModel):
                                                          "to subscribe, sign up, log in, follow or share")
     fallback_chars: int = Field(250, ge=0, description="main content shorter than this: take the whole page's text "
                                                        "from its first to its last paragraph instead (0: never)")
+    cut_after_article: bool = Field(True, description="drop what follows the last article-body element (class or "
+                                                      "id entry-content, article-body, post-content ...): author "
+                                                      "boxes, related stories, comments, footers")
     max_depth: int = Field(256, ge=8, description="drop pages whose DOM is nested deeper (reason too_deep)")
     min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
     timeout_seconds: float = Field(10.0, gt=0, description="drop a page whose extraction takes longer (reason "
@@ -123,7 +130,7 @@ class ExtractConfig(BaseModel):
 # the rules added with trim_head at the values that reproduce the output of before them: a config that sets them so
 # keeps its fingerprint (Config.fingerprint leaves these keys out), and an older output resumes
 RULES_OFF_AS_BEFORE = {"rescue_below_chars": None, "trim_head": False, "drop_calls_to_action": False,
-                    "fallback_chars": 0}
+                    "fallback_chars": 0, "cut_after_article": False}
 
 
 class Extractor:
@@ -162,6 +169,8 @@ class Extractor:
             body = tree.body
             if body is not None and body.query_selector(self.depth_selector) is not None:
                 return None, "too_deep"
+            if body is not None:
+                self._prune(body)
             text = self._main_text(tree)
             main = self.cfg.main_content
             short = self._short(text, self.cfg.rescue_below_chars)
@@ -175,6 +184,11 @@ class Extractor:
         if len(text) < self.min_chars:
             return None, "empty"
         return text, None
+
+    def _prune(self, body: DOMNode) -> None:
+        """The DOM rules that are switched on (:mod:`raycorpus.process.extract_dom`), once per page."""
+        if self.cfg.main_content and self.cfg.cut_after_article:
+            cut_after_article(body)
 
     @staticmethod
     def _short(text: str, below: int | None) -> bool:

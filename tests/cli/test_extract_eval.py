@@ -10,7 +10,7 @@ from tests.process.test_extract import EXTRACTION, need
 def test_every_rule_has_a_switch_and_off_means_off():
     switches = rule_switches(ExtractConfig())
     assert set(switches) == {"skip_selectors", "rescue_content", "clean_lines", "trim_tail", "trim_head",
-                             "drop_calls_to_action", "cut_tail", "fallback"}
+                             "drop_calls_to_action", "cut_after_article", "cut_tail", "fallback"}
     for update in switches.values():
         ExtractConfig().model_copy(update=update)  # each one a valid config
     everything_off = ExtractConfig(**RULES_OFF_AS_BEFORE, skip_selectors=(), rescue_content=False,

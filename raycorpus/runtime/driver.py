@@ -9,6 +9,7 @@ builds the run summary.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 
@@ -18,8 +19,10 @@ from ray.exceptions import GetTimeoutError, RayTaskError
 from raycorpus import __version__
 from raycorpus import counts as ck
 from raycorpus.config import Config
-from raycorpus.ingest.manifest import count_manifest
+from raycorpus.ingest.growth import ManifestChanged, ManifestLines
+from raycorpus.ingest.manifest import iter_manifest_entries
 from raycorpus.ingest.storage import Storage
+from raycorpus.output.grow import listed_lines, reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
@@ -44,18 +47,37 @@ class RunInterrupted(Exception):
     """Ctrl-C / SIGTERM: the committed prefix is checkpointed; rerun to resume."""
 
 
-def check_run_identity(ledger: Ledger, run: dict) -> None:
-    """Refuse to resume into an output built from another config, manifest or tokenizer."""
+def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = None) -> None:
+    """Refuse to resume into an output built from another config, manifest or tokenizer. With the manifest's
+    ``lines``, a grown manifest (the original lines, then new ones) is accepted and recorded in run.json."""
     old = ledger.read_run()
     if old is None:
         ledger.write_run(run)
         return
     for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source"):
+        if key == "warcs" and lines is not None:
+            continue
         if old.get(key) != run.get(key):
             raise LedgerError(
                 f"output {ledger.out_url} was started with a different {key} "
                 f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
             )
+    if lines is not None and (old["warcs"], old.get("manifest_sha256")) != (run["warcs"], run["manifest_sha256"]):
+        _accept_grown(ledger, old, lines)
+
+
+def _accept_grown(ledger: Ledger, old: dict, lines: ManifestLines) -> None:
+    try:
+        lines.check_extends(old["warcs"], old.get("manifest_sha256"), lambda: listed_lines(ledger))
+    except ManifestChanged as e:
+        raise LedgerError(
+            f"output {ledger.out_url} was started with another manifest: {e}. A rerun accepts the original lines "
+            "followed by new ones only: restore the original lines (new lines go at the end) or use a new output path"
+        ) from None
+    grown = old.get("grown_from", []) + ([{"warcs": old["warcs"], "manifest_sha256": old.get("manifest_sha256")}]
+                                         if lines.warcs != old["warcs"] else [])
+    ledger.write_run({**old, "warcs": lines.warcs, "manifest_sha256": lines.sha256(),
+                      **({"grown_from": grown} if grown else {})})
 
 
 def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
@@ -64,7 +86,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
     works on (default: the manifest's WARCs and extraction workers; the replay benchmark and ``raycorpus
     select`` bring their own); ``source``: what select reads (a resume refuses another)."""
     storage = Storage(cfg.storage)
-    total = work.total if work is not None else _manifest_size(cfg, storage)
+    lines = manifest_lines(cfg, storage) if work is None else None
+    total = work.total if work is not None else lines.warcs
     ledger = Ledger(storage, cfg.output.path)
     lock = OutputLock(storage, cfg.output.path)
     lock.acquire()  # refuses while another live run writes this output
@@ -75,13 +98,16 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             "manifest": cfg.input.manifest,
             "base": cfg.input.base,
             "warcs": total,
+            **({"manifest_sha256": lines.sha256()} if lines is not None else {}),
             "tokenizer_sha256": token_meta["tokenizer_sha256"],
             "token_meta": token_meta,
             **({"source": source} if source is not None else {}),
-        })
+        }, lines)
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
+        if state.complete and state.next_ordinal < total:  # a grown manifest: its new lines continue the output
+            state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
         init_ray(cfg)
@@ -93,9 +119,14 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         lock.release()
 
 
+def manifest_lines(cfg: Config, storage: Storage) -> ManifestLines:
+    """The WARC lines of the manifest, the first ``input.limit`` of them."""
+    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    return ManifestLines([e.line for e in itertools.islice(entries, cfg.input.limit)])
+
+
 def _manifest_size(cfg: Config, storage: Storage) -> int:
-    total = count_manifest(cfg.input.manifest, cfg.input.base, storage)
-    return min(total, cfg.input.limit) if cfg.input.limit else total
+    return manifest_lines(cfg, storage).warcs
 
 
 class _Build:

@@ -154,6 +154,9 @@ class RunConfig(_Model):
         30.0, ge=0, description="write a ledger checkpoint at most this often (0 = after every WARC)"
     )
     progress: Literal["auto", "bar", "log", "off"] = "auto"
+    follow_interval_seconds: float = Field(
+        60.0, gt=0, description="with `raycorpus run --follow`: how often the manifest is read again for new lines"
+    )
 
     @field_validator("progress", mode="before")
     @classmethod

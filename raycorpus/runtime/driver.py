@@ -9,7 +9,6 @@ builds the run summary.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 
@@ -19,10 +18,9 @@ from ray.exceptions import GetTimeoutError, RayTaskError
 from raycorpus import __version__
 from raycorpus import counts as ck
 from raycorpus.config import Config
-from raycorpus.ingest.growth import ManifestChanged, ManifestLines
-from raycorpus.ingest.manifest import iter_manifest_entries
+from raycorpus.ingest.growth import ManifestLines
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.grow import listed_lines, reopen_finished
+from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
@@ -31,6 +29,7 @@ from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
 from raycorpus.runtime.cluster import init_ray
 from raycorpus.runtime.committer import Committer
+from raycorpus.runtime.follow import Follower, accept_grown, manifest_lines
 from raycorpus.runtime.metrics import Metrics, RunState
 from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, WorkSource, manifest_tasks
 from raycorpus.runtime.progress import Progress
@@ -63,28 +62,15 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
                 f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
             )
     if lines is not None and (old["warcs"], old.get("manifest_sha256")) != (run["warcs"], run["manifest_sha256"]):
-        _accept_grown(ledger, old, lines)
-
-
-def _accept_grown(ledger: Ledger, old: dict, lines: ManifestLines) -> None:
-    try:
-        lines.check_extends(old["warcs"], old.get("manifest_sha256"), lambda: listed_lines(ledger))
-    except ManifestChanged as e:
-        raise LedgerError(
-            f"output {ledger.out_url} was started with another manifest: {e}. A rerun accepts the original lines "
-            "followed by new ones only: restore the original lines (new lines go at the end) or use a new output path"
-        ) from None
-    grown = old.get("grown_from", []) + ([{"warcs": old["warcs"], "manifest_sha256": old.get("manifest_sha256")}]
-                                         if lines.warcs != old["warcs"] else [])
-    ledger.write_run({**old, "warcs": lines.warcs, "manifest_sha256": lines.sha256(),
-                      **({"grown_from": grown} if grown else {})})
+        accept_grown(ledger, old, lines)
 
 
 def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
-              source: dict | None = None) -> dict:
+              source: dict | None = None, follow: bool = False) -> dict:
     """Build (or resume) the corpus described by ``cfg``; return the run summary. ``work`` is what the pool
     works on (default: the manifest's WARCs and extraction workers; the replay benchmark and ``raycorpus
-    select`` bring their own); ``source``: what select reads (a resume refuses another)."""
+    select`` bring their own); ``source``: what select reads (a resume refuses another); ``follow``: once every
+    WARC is committed, wait for the manifest to grow and commit the new ones, until SIGTERM / Ctrl-C."""
     storage = Storage(cfg.storage)
     lines = manifest_lines(cfg, storage) if work is None else None
     total = work.total if work is not None else lines.warcs
@@ -106,7 +92,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
-        if state.complete and state.next_ordinal < total:  # a grown manifest: its new lines continue the output
+        if state.complete and (state.next_ordinal < total or follow):  # a grown manifest: its new lines continue it
             state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
@@ -114,15 +100,10 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if work is None:
             work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
-        return _Build(cfg, token_meta, work, ledger, lock, state).run(progress_mode)
+        follower = Follower(cfg, storage, ledger, lines) if follow else None
+        return _Build(cfg, token_meta, work, ledger, lock, state, follower).run(progress_mode)
     finally:
         lock.release()
-
-
-def manifest_lines(cfg: Config, storage: Storage) -> ManifestLines:
-    """The WARC lines of the manifest, the first ``input.limit`` of them."""
-    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
-    return ManifestLines([e.line for e in itertools.islice(entries, cfg.input.limit)])
 
 
 def _manifest_size(cfg: Config, storage: Storage) -> int:
@@ -133,10 +114,13 @@ class _Build:
     """One run of the loop, from actor start-up to the summary."""
 
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
-                 state: LedgerState):
+                 state: LedgerState, follower: Follower | None = None):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
+        self.work, self.follower = work, follower
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
+        if follower is not None:
+            follower.metrics = self.metrics  # its gauges beside the run's
         self.pool = WorkerPool(cfg, work.worker, work.worker_args)
         self.pool.resize(force=True)  # the workers start (model loads and all) while the commit path's actors do
         try:
@@ -158,6 +142,8 @@ class _Build:
             t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
             cpu_start = {"driver": cpu_seconds(), **self._cpu()}
             self._loop(progress)
+            while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
+                self._follow(progress)
             self.committer.finish()
             self._report(progress, force=True)
             wall = time.monotonic() - t_start
@@ -176,6 +162,20 @@ class _Build:
             self.committer.close()
             for actor in self.pool.actors():
                 ray.kill(actor)
+
+    def _follow(self, progress: Progress) -> None:
+        """Checkpoint, wait until the manifest grows (the lease and the gauges kept up), then commit the new WARCs."""
+        self.committer.checkpoint()
+        beat = [time.monotonic()]
+
+        def tick() -> None:
+            if time.monotonic() - beat[0] > LEASE_REFRESH_SECONDS:
+                self.lock.refresh()
+                beat[0] = time.monotonic()
+
+        self.total = progress.total = self.follower.wait_for_growth(tick)
+        self.dispatcher.follow_on(self.follower.tasks(self.committer.next_commit))
+        self._loop(progress)
 
     def _loop(self, progress: Progress) -> None:
         last_beat = last_report = time.monotonic()
@@ -204,6 +204,10 @@ class _Build:
             workers=len(self.pool.ready), cluster_cpus=ray.cluster_resources().get("CPU", 0.0),
             eta_seconds=progress.eta_seconds(c.position.next_ordinal),
             indexed=c.indexed if c.dedup is not None else None))
+        if self.follower is not None:
+            self.follower.report(self.total - c.position.next_ordinal)
+        else:
+            self.metrics.follow_state(self.total - c.position.next_ordinal, 0.0)
 
     def _cpu(self) -> dict[str, float]:
         """The commit path's CPU seconds by role (the pool's workers come and go: not counted), and the

@@ -199,6 +199,10 @@ class Dispatcher:
             self.pool.wait_until_any_ready()
         return out
 
+    def follow_on(self, tasks: Iterator[Task]) -> None:
+        """Follow mode: the manifest grew; its new WARCs come from ``tasks``."""
+        self.tasks, self.exhausted = tasks, False
+
     def _next_task(self, window_end: int) -> Task | None:
         if self.retry_heap and self.retry_heap[0][0] <= time.monotonic():
             return heapq.heappop(self.retry_heap)[2]

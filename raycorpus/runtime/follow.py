@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 from raycorpus.config import Config
 from raycorpus.ingest.growth import ManifestChanged, ManifestLines
-from raycorpus.ingest.manifest import iter_manifest_entries
+from raycorpus.ingest.manifest import iter_input_entries
 from raycorpus.ingest.storage import Storage, StorageError
 from raycorpus.output.grow import listed_lines
 from raycorpus.output.ledger import Ledger, LedgerError
@@ -35,7 +35,7 @@ log = logging.getLogger("raycorpus")
 
 def manifest_lines(cfg: Config, storage: Storage) -> ManifestLines:
     """The WARC lines of the manifest, the first ``input.limit`` of them."""
-    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    entries = iter_input_entries(cfg.input, storage)
     return ManifestLines([e.line for e in itertools.islice(entries, cfg.input.limit)])
 
 
@@ -65,6 +65,7 @@ class Follower:
     def __init__(self, cfg: Config, storage: Storage, ledger: Ledger, lines: ManifestLines,
                  metrics: Metrics | None = None):
         self.cfg, self.storage, self.ledger = cfg, storage, ledger
+        self.source = cfg.input.manifest or cfg.input.prefix  # what is polled
         self.metrics = metrics or Metrics(cfg.output.path)
         self.lines, self.warcs = lines, lines.warcs  # the manifest's WARC lines as last accepted
         self.idle_since: float | None = None
@@ -74,7 +75,7 @@ class Follower:
         number. ``tick()`` is called every ``TICK_SECONDS`` meanwhile (the lease, the gauges)."""
         self.idle_since = time.monotonic()
         next_poll = self.idle_since + self.cfg.run.follow_interval_seconds
-        log.info("following %s: all %d WARCs committed; polling every %.3g s", self.cfg.input.manifest, self.warcs,
+        log.info("following %s: all %d WARCs committed; polling every %.3g s", self.source, self.warcs,
                  self.cfg.run.follow_interval_seconds)
         while True:
             tick()
@@ -93,14 +94,14 @@ class Follower:
         try:
             lines = manifest_lines(self.cfg, self.storage)
         except (StorageError, ValueError) as e:
-            log.warning("following %s: not readable now (%s); trying again", self.cfg.input.manifest, e)
+            log.warning("following %s: not readable now (%s); trying again", self.source, e)
             return 0
         if lines.warcs <= self.warcs:
             if lines.warcs < self.warcs or lines.sha256() != self.ledger.read_run().get("manifest_sha256"):
                 accept_grown(self.ledger, self.ledger.read_run(), lines, self.lines)  # names what changed
             return 0
         accept_grown(self.ledger, self.ledger.read_run(), lines, self.lines)
-        log.info("following %s: %d new WARCs", self.cfg.input.manifest, lines.warcs - self.warcs)
+        log.info("following %s: %d new WARCs", self.source, lines.warcs - self.warcs)
         self.lines, self.warcs = lines, lines.warcs
         return lines.warcs
 
@@ -110,7 +111,7 @@ class Follower:
         for task in itertools.takewhile(lambda t: t.ordinal < end, manifest_tasks(self.cfg, self.storage, start)):
             if task.warc != self.lines.lines[task.ordinal]:
                 accept_grown(self.ledger, self.ledger.read_run(), manifest_lines(self.cfg, self.storage), self.lines)
-                raise LedgerError(f"manifest {self.cfg.input.manifest} changed while it was read: WARC #{task.ordinal}")
+                raise LedgerError(f"input {self.source} changed while it was read: WARC #{task.ordinal}")
             yield task
 
     def report(self, backlog: int) -> None:

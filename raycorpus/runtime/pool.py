@@ -22,7 +22,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from raycorpus.config import Config
-from raycorpus.ingest.manifest import iter_manifest_entries
+from raycorpus.ingest.manifest import iter_input_entries
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import StagingError
 from raycorpus.process.results import WarcSummary
@@ -86,7 +86,7 @@ class DispatchStats:
 
 
 def manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
-    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    entries = iter_input_entries(cfg.input, storage)
     for ordinal, (warc, url, problem) in enumerate(itertools.islice(entries, cfg.input.limit)):
         if ordinal >= start:
             yield Task(ordinal, warc, url, error=problem or "")

@@ -67,6 +67,46 @@ def test_appended_lines_are_committed_and_the_output_equals_a_one_shot_build(ref
     assert [e["ordinal"] for e in ledger.iter_entries()] == list(range(8))
 
 
+def test_warcs_added_under_a_prefix_are_committed_in_sorted_order(reference, crawl, tmp_path):
+    """`input.prefix` instead of a manifest: each WARC is copied in under a hidden name and renamed (as an S3
+    object appears whole), while the run follows; the names sort as the reference manifest's lines."""
+    import shutil
+
+    ref_out, _ = reference
+    lines = crawl.sample.manifest_path.read_text().split()
+    warcs, out, cfg_path = tmp_path / "warcs", tmp_path / "out", tmp_path / "c.yaml"
+    warcs.mkdir()
+    cfg_path.write_text(json.dumps({
+        "input": {"prefix": str(warcs)}, "output": {"path": str(out), "shard_size_tokens": 5000},
+        "tokenizer": {"path": crawl.tokenizer}, "ray": {"workers": 1},
+        "run": {"checkpoint_interval_seconds": 0, "progress": "off", "follow_interval_seconds": 0.2}}))
+
+    def add(names: list[str]) -> None:
+        for name in names:
+            shutil.copy(crawl.sample.manifest_path.parent / name, warcs / f".{name}")
+            (warcs / f".{name}").rename(warcs / name)
+
+    add(lines[:4])
+    ledger = Ledger(Storage(), str(out))
+    proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path), "--follow"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(out, ledger, proc, 4)
+        add(lines[4:])
+        _wait_for(out, ledger, proc, 8)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert shard_digests(out) == shard_digests(ref_out)
+    assert [e["warc"] for e in ledger.iter_entries()] == lines
+
+
 def _follower(tmp_path: Path, lines: list[str]):
     from raycorpus.config import config_from_dict
     from raycorpus.runtime.driver import check_run_identity

@@ -7,7 +7,7 @@ import pytest
 
 from raycorpus.config import ConfigError, config_from_dict
 from raycorpus.ingest.manifest import iter_input_entries, iter_prefix_entries
-from raycorpus.ingest.storage import Storage
+from raycorpus.ingest.storage import Storage, StorageConfig
 from tests.support.paths import SHARED_WARC, need_shared
 
 
@@ -52,3 +52,16 @@ def test_the_prefix_is_in_the_fingerprint():
     raw = {"input": {"manifest": "warc.paths"}, "output": {"path": "out"}, "tokenizer": {"path": "t.json"}}
     a, b = ({**raw, "input": {"prefix": p}} for p in ("/data/warcs", "/data/other"))
     assert len({config_from_dict(c).fingerprint() for c in (raw, a, b)}) == 3
+
+
+def test_an_s3_prefix_lists_the_warcs_under_it(s3_server, tmp_path):
+    """A real S3-compatible server (SeaweedFS): the keys under the prefix, sorted, named relative to it."""
+    bucket = "raycorpus-prefix"
+    if bucket not in {b["Name"] for b in s3_server.client().list_buckets()["Buckets"]}:
+        s3_server.create_bucket(bucket)
+    st = Storage(StorageConfig(s3_endpoint_url=s3_server.endpoint_url, s3_region="us-east-1"))
+    for key in ("crawl/b/2.warc.gz", "crawl/a/1.warc.gz", "crawl/a/SOURCE.txt", "crawl/c.wet.gz", "other/x.warc.gz"):
+        st.write_atomic(f"s3://{bucket}/{key}", b"x")
+    entries = list(iter_prefix_entries(f"s3://{bucket}/crawl/", st))
+    assert [e.line for e in entries] == ["a/1.warc.gz", "b/2.warc.gz", "c.wet.gz"]
+    assert [e.url for e in entries] == [f"s3://{bucket}/crawl/{e.line}" for e in entries]

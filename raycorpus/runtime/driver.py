@@ -100,7 +100,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if work is None:
             work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
-        follower = Follower(cfg, storage, ledger, lines) if follow else None
+        follower = Follower(cfg, storage, ledger, lines) if follow and lines is not None else None
         return _Build(cfg, token_meta, work, ledger, lock, state, follower).run(progress_mode)
     finally:
         lock.release()
@@ -116,7 +116,7 @@ class _Build:
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
                  state: LedgerState, follower: Follower | None = None):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
-        self.work, self.follower = work, follower
+        self.follower = follower
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
         if follower is not None:

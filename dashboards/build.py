@@ -175,6 +175,14 @@ def sections() -> list[tuple[str, list[dict]]]:
             stat("ETA", "Estimated time until every WARC is committed (unknown until the first commits).",
                  f"max({series('raycorpus_eta_seconds')})", unit="s", mappings=ETA_MAPPINGS),
         ]),
+        ("Follow mode", [
+            timeseries("Follow: backlog", "`raycorpus run --follow`: WARCs the manifest lists that are not committed "
+                       "yet (new lines wait here until committed).",
+                       [target(f"max({series('raycorpus_follow_backlog_warcs')})", "backlog")], width=12),
+            timeseries("Follow: idle time", "`raycorpus run --follow`: seconds the follower has waited for new "
+                       "manifest lines with every WARC committed (0 while it works).",
+                       [target(f"max({series('raycorpus_follow_idle_seconds')})", "idle")], unit="s", width=12),
+        ]),
         ("Failures and retries", [
             timeseries("Retries / s", "WARC attempts that failed and were scheduled again, and storage (S3 / "
                        "HTTP) requests the workers retried.",

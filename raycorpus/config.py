@@ -31,7 +31,10 @@ class _Model(BaseModel):
 
 
 class InputConfig(_Model):
-    manifest: str = Field(description="warc.paths(.gz) file: local path, s3:// or https:// url")
+    manifest: str | None = Field(None, description="warc.paths(.gz) file: local path, s3:// or https:// url")
+    prefix: str | None = Field(
+        None, description="instead of a manifest: every WARC / WET file (*.warc, *.warc.gz, *.wet, *.wet.gz) under "
+        "this local folder or s3:// prefix, in sorted order; each is named by its path relative to the prefix")
     base: str | None = Field(
         None,
         description="prefix each manifest line is joined to (e.g. s3://commoncrawl/ or "
@@ -41,6 +44,16 @@ class InputConfig(_Model):
     format: Literal["warc", "wet"] = Field(
         "warc", description="warc: HTML responses, extracted here; wet: Common Crawl WET files (the conversion "
         "records' plain text: no extraction, the same filters, dedup and tokenizing)")
+
+    @model_validator(mode="after")
+    def _one_input(self) -> InputConfig:
+        if bool(self.manifest) == bool(self.prefix):
+            raise ValueError("set one of `manifest` (a warc.paths file) and `prefix` (a folder or s3:// prefix)")
+        if self.prefix and self.base:
+            raise ValueError("`base` goes with `manifest`: with `prefix` the WARCs are read under the prefix")
+        if self.prefix and self.prefix.lower().startswith(("http://", "https://")):
+            raise ValueError("`prefix` must be a local folder or s3:// prefix (HTTP cannot be listed): use a manifest")
+        return self
 
 
 MAX_STREAMING_SHARD_TOKENS = 2**29  # 2 GiB of uint32 tokens: under the 4 GiB of an MDS / litdata shard, with room
@@ -160,6 +173,9 @@ class RunConfig(_Model):
         30.0, ge=0, description="write a ledger checkpoint at most this often (0 = after every WARC)"
     )
     progress: Literal["auto", "bar", "log", "off"] = "auto"
+    follow_interval_seconds: float = Field(
+        60.0, gt=0, description="with `raycorpus run --follow`: how often the manifest is read again for new lines"
+    )
 
     @field_validator("progress", mode="before")
     @classmethod
@@ -185,6 +201,8 @@ class Config(_Model):
         for k in ("ray", "run", "storage"):
             d.pop(k)
         d["input"].pop("limit")
+        if d["input"]["prefix"] is None:  # a manifest, the only input before `prefix` existed: the same fingerprint
+            d["input"].pop("prefix")
         if d["input"]["format"] == "warc":  # the only input before `format` existed: the same fingerprint
             d["input"].pop("format")
         d["warc"].pop("max_attempts")
@@ -281,7 +299,8 @@ def config_from_dict(
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, source)) from None
     if base_dir is not None:
-        upd_in = {"manifest": _resolve_local(cfg.input.manifest, base_dir)}
+        upd_in = {"manifest": _resolve_local(cfg.input.manifest, base_dir),
+                  "prefix": _resolve_local(cfg.input.prefix, base_dir)}
         if cfg.input.base:
             upd_in["base"] = _resolve_local(cfg.input.base, base_dir)
         cfg = cfg.model_copy(

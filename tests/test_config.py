@@ -25,7 +25,7 @@ def test_minimal_config_gets_defaults(tmp_path):
     [
         ({"output": {"path": "o", "shard_size_tokens": 0}}, "output.shard_size_tokens", "greater than or equal to 1"),
         ({"output": {"path": "o", "shard_size_tokens": "big"}}, "output.shard_size_tokens", "valid integer"),
-        ({"input": {}}, "input.manifest", "Field required"),
+        ({"input": {}}, "input", "set one of `manifest` (a warc.paths file) and `prefix`"),
         ({"extract": {"main_contnet": True}}, "extract.main_contnet", "unknown field"),
         ({"ray": {"workers": -1}}, "ray.workers", "greater than or equal to 1"),
         ({"tokenizer": {"eos": "x"}}, "tokenizer", "set `path`"),

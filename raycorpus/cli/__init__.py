@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--workers", type=int, help="override ray.workers")
     r.add_argument("--output", help="override output.path")
     r.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
+    r.add_argument("--follow", action="store_true", help="after the last manifest line, keep polling the manifest "
+                   "every run.follow_interval_seconds and commit new WARCs as they appear, until SIGTERM / Ctrl-C")
     r.set_defaults(func=_command("run", "cmd_run"))
 
     sel = sub.add_parser("select", help="a filter-mode corpus from a tag-mode output with other thresholds, "

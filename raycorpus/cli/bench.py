@@ -133,14 +133,14 @@ def format_bench(b: dict, formats: dict | None = None) -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     import itertools
 
-    from raycorpus.ingest.manifest import iter_manifest
+    from raycorpus.ingest.manifest import iter_input_urls
     from raycorpus.ingest.storage import Storage
     from raycorpus.process.prepare import prepare_tokenizer
 
     cfg = load_config(args.config)
     token_meta = prepare_tokenizer(cfg).meta()
     warcs = args.warc or list(itertools.islice(
-        iter_manifest(cfg.input.manifest, cfg.input.base, Storage(cfg.storage)), args.warcs))
+        iter_input_urls(cfg.input, Storage(cfg.storage)), args.warcs))
     if args.commit_path:
         return _bench_commit_path(args, cfg, token_meta, warcs)
     if args.wet:

@@ -45,7 +45,8 @@ def bench_pipeline(cfg: Config, manifest: str, token_meta: dict, workers: list[i
         runs = []
         for r in range(repeats + 1):
             run_cfg = cfg.model_copy(update={
-                "input": cfg.input.model_copy(update={"manifest": manifest, "base": None, "limit": None}),
+                "input": cfg.input.model_copy(update={"manifest": manifest, "prefix": None, "base": None,
+                                                      "limit": None}),
                 "output": cfg.output.model_copy(update={"path": str(out_dir / f"w{n}-run{r}")}),
                 "ray": cfg.ray.model_copy(update={"workers": n, "max_workers": n}),
                 "run": cfg.run.model_copy(update={"progress": "off"}),

@@ -25,7 +25,7 @@ def _run_once(cfg: Config, warcs: list[str], folder: Path) -> tuple[float, float
     manifest = folder / "warc.paths"
     manifest.write_text("".join(f"{w}\n" for w in warcs))
     raw = cfg.model_dump(mode="json", exclude_defaults=True)
-    raw["input"] = {**raw.get("input", {}), "manifest": str(manifest), "base": None, "limit": None}
+    raw["input"] = {**raw.get("input", {}), "manifest": str(manifest), "prefix": None, "base": None, "limit": None}
     raw["output"] = {**raw.get("output", {}), "path": str(folder / "out")}
     raw["ray"] = {**raw.get("ray", {}), "address": None}
     raw["run"] = {**raw.get("run", {}), "progress": "off"}

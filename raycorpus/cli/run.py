@@ -21,9 +21,10 @@ def _budget_exceeded(cfg: Config, summary: dict) -> bool:
     return failed > allowed
 
 
-def build(cfg: Config, progress: str | None = None, quiet: bool = False, select: SelectSource | None = None) -> int:
+def build(cfg: Config, progress: str | None = None, quiet: bool = False, select: SelectSource | None = None,
+          follow: bool = False) -> int:
     """Prepare the tokenizer, run (or resume) the build, write and print the summary. ``select``: read
-    that tag-mode output instead of the WARCs (``raycorpus select``)."""
+    that tag-mode output instead of the WARCs (``raycorpus select``); ``follow``: ``run --follow``."""
     from raycorpus.cli.summary import format_summary
     from raycorpus.ingest.manifest import ManifestError
     from raycorpus.ingest.storage import NotFound, Storage, StorageError, join_url
@@ -37,7 +38,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
     try:
         encoder = prepare_tokenizer(cfg)
         if select is None:
-            summary = run_build(cfg, encoder.meta(), progress_mode=progress)
+            summary = run_build(cfg, encoder.meta(), progress_mode=progress, follow=follow)
         else:
             from raycorpus.runtime.select import select_work
 
@@ -81,4 +82,4 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def cmd_run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides=_overrides(args))
-    return build(cfg, progress=args.progress)
+    return build(cfg, progress=args.progress, follow=args.follow)

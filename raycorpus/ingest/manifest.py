@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from raycorpus.ingest.storage import Storage, join_url
 
-__all__ = ["ManifestEntry", "ManifestError", "count_manifest", "iter_manifest", "iter_manifest_entries"]
+__all__ = ["ManifestEntry", "ManifestError", "count_manifest", "iter_input_entries", "iter_input_urls", "iter_manifest",
+           "iter_manifest_entries", "iter_prefix_entries"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -122,3 +123,30 @@ def iter_manifest_entries(url: str, base: str | None, storage: Storage) -> Itera
 def count_manifest(url: str, base: str | None, storage: Storage) -> int:
     """Number of WARC lines in the manifest, rejected ones included (a run lists them as failed)."""
     return sum(1 for _ in iter_manifest_entries(url, base, storage))
+
+
+WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")
+
+
+def iter_prefix_entries(prefix: str, storage: Storage) -> Iterator[ManifestEntry]:
+    """Every WARC / WET file under a local folder or s3:// prefix, sorted: the line is its path relative to
+    the prefix (hidden files and folders left out)."""
+    root = prefix.rstrip("/") + "/"
+    for url in storage.list(prefix):
+        rel = url.removeprefix(root)
+        if rel.endswith(WARC_SUFFIXES) and not any(part.startswith(".") for part in rel.split("/")):
+            yield ManifestEntry(rel, url)
+
+
+def iter_input_entries(inp, storage: Storage) -> Iterator[ManifestEntry]:
+    """The entries of a config's input (``InputConfig``): its manifest's lines, or its prefix's WARCs."""
+    if inp.prefix:
+        return iter_prefix_entries(inp.prefix, storage)
+    return iter_manifest_entries(inp.manifest, inp.base, storage)
+
+
+def iter_input_urls(inp, storage: Storage) -> Iterator[str]:
+    """The WARC URLs of a config's input, strictly (:func:`iter_manifest` for a manifest)."""
+    if inp.prefix:
+        return (e.url for e in iter_prefix_entries(inp.prefix, storage))
+    return iter_manifest(inp.manifest, inp.base, storage)

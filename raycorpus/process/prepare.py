@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from raycorpus.config import Config
-from raycorpus.ingest.manifest import iter_manifest
+from raycorpus.ingest.manifest import iter_input_urls
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.tokenize import TokenEncoder, train_bpe
 
@@ -15,7 +15,7 @@ from raycorpus.process.tokenize import TokenEncoder, train_bpe
 def sample_texts(cfg: Config, max_docs: int) -> Iterator[str]:
     """Extracted texts of the first documents of the manifest, in order (deterministic)."""
     proc = WarcProcessor(cfg)
-    urls = iter_manifest(cfg.input.manifest, cfg.input.base, proc.storage)
+    urls = iter_input_urls(cfg.input, proc.storage)
     n = 0
     for ordinal, url in enumerate(itertools.islice(urls, cfg.input.limit)):
         for doc in proc.process(ordinal, url).docs:

@@ -207,6 +207,10 @@ class Committer:
             except ACTOR_LOST as e:
                 self._recover(e)
 
+    def checkpoint(self) -> None:
+        """Everything sent is taken and in a durable checkpoint (follow mode, before it waits)."""
+        self._packer_call("checkpoint")
+
     def finish(self) -> None:
         """Everything sent is written and the ledger marks the output complete."""
         self._packer_call("finish")

@@ -18,8 +18,9 @@ from ray.exceptions import GetTimeoutError, RayTaskError
 from raycorpus import __version__
 from raycorpus import counts as ck
 from raycorpus.config import Config
-from raycorpus.ingest.manifest import count_manifest
+from raycorpus.ingest.growth import ManifestLines
 from raycorpus.ingest.storage import Storage
+from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
@@ -29,6 +30,7 @@ from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
 from raycorpus.runtime.cluster import init_ray
 from raycorpus.runtime.committer import Committer
+from raycorpus.runtime.follow import Follower, accept_grown, manifest_lines
 from raycorpus.runtime.metrics import Metrics, RunState
 from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, WorkSource, manifest_tasks
 from raycorpus.runtime.progress import Progress
@@ -45,13 +47,16 @@ class RunInterrupted(Exception):
     """Ctrl-C / SIGTERM: the committed prefix is checkpointed; rerun to resume."""
 
 
-def check_run_identity(ledger: Ledger, run: dict) -> None:
-    """Refuse to resume into an output built from another config, manifest or tokenizer."""
+def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = None) -> None:
+    """Refuse to resume into an output built from another config, manifest or tokenizer. With the manifest's
+    ``lines``, a grown manifest (the original lines, then new ones) is accepted and recorded in run.json."""
     old = ledger.read_run()
     if old is None:
         ledger.write_run(run)
         return
     for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source", "dedup_against"):
+        if key == "warcs" and lines is not None:
+            continue
         if key == "dedup_against" and old.get(key) != run.get(key):
             raise LedgerError(f"output {ledger.out_url}: {against_changed(old.get(key), run.get(key))}")
         if old.get(key) != run.get(key):
@@ -59,15 +64,19 @@ def check_run_identity(ledger: Ledger, run: dict) -> None:
                 f"output {ledger.out_url} was started with a different {key} "
                 f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
             )
+    if lines is not None and (old["warcs"], old.get("manifest_sha256")) != (run["warcs"], run["manifest_sha256"]):
+        accept_grown(ledger, old, lines)
 
 
 def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
-              source: dict | None = None) -> dict:
+              source: dict | None = None, follow: bool = False) -> dict:
     """Build (or resume) the corpus described by ``cfg``; return the run summary. ``work`` is what the pool
     works on (default: the manifest's WARCs and extraction workers; the replay benchmark and ``raycorpus
-    select`` bring their own); ``source``: what select reads (a resume refuses another)."""
+    select`` bring their own); ``source``: what select reads (a resume refuses another); ``follow``: once every
+    WARC is committed, wait for the manifest to grow and commit the new ones, until SIGTERM / Ctrl-C."""
     storage = Storage(cfg.storage)
-    total = work.total if work is not None else _manifest_size(cfg, storage)
+    lines = manifest_lines(cfg, storage) if work is None else None
+    total = work.total if work is not None else lines.warcs
     ledger = Ledger(storage, cfg.output.path)
     lock = OutputLock(storage, cfg.output.path)
     lock.acquire()  # refuses while another live run writes this output
@@ -79,42 +88,49 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             "manifest": cfg.input.manifest,
             "base": cfg.input.base,
             "warcs": total,
+            **({"manifest_sha256": lines.sha256()} if lines is not None else {}),
             "tokenizer_sha256": token_meta["tokenizer_sha256"],
             "token_meta": token_meta,
             **({"source": source} if source is not None else {}),
             **({"dedup_keys": dedup_keys(cfg.dedup)} if cfg.dedup.enabled else {}),
             **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
-        })
+        }, lines)
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
+        if state.complete and (state.next_ordinal < total or follow):  # a grown manifest: its new lines continue it
+            state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
         init_ray(cfg)
         if work is None:
             work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
-        return _Build(cfg, token_meta, work, ledger, lock, state, priors).run(progress_mode)
+        follower = Follower(cfg, storage, ledger, lines) if follow and lines is not None else None
+        return _Build(cfg, token_meta, work, ledger, lock, state, priors, follower).run(progress_mode)
     finally:
         lock.release()
 
 
 def _manifest_size(cfg: Config, storage: Storage) -> int:
-    total = count_manifest(cfg.input.manifest, cfg.input.base, storage)
-    return min(total, cfg.input.limit) if cfg.input.limit else total
+    return manifest_lines(cfg, storage).warcs
 
 
 class _Build:
     """One run of the loop, from actor start-up to the summary."""
 
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
-                 state: LedgerState, priors: tuple = ()):
+                 state: LedgerState, priors: tuple = (), follower: Follower | None = None):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
+        self.follower = follower
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
+        if follower is not None:
+            follower.metrics = self.metrics  # its gauges beside the run's
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
         self.start = self.committer.next_commit
-        self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=self.total - self.start)
+        tasks = None if follower is not None else self.total - self.start  # following: more may come
+        self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=tasks)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
                                      need_docs=self.committer.writers is not None)
 
@@ -127,6 +143,8 @@ class _Build:
             t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
             cpu_start = {"driver": cpu_seconds(), **self._cpu()}
             self._loop(progress)
+            while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
+                self._follow(progress)
             self.committer.finish()
             self._report(progress, force=True)
             wall = time.monotonic() - t_start
@@ -145,6 +163,20 @@ class _Build:
             self.committer.close()
             for actor in self.pool.actors():
                 ray.kill(actor)
+
+    def _follow(self, progress: Progress) -> None:
+        """Checkpoint, wait until the manifest grows (the lease and the gauges kept up), then commit the new WARCs."""
+        self.committer.checkpoint()
+        beat = [time.monotonic()]
+
+        def tick() -> None:
+            if time.monotonic() - beat[0] > LEASE_REFRESH_SECONDS:
+                self.lock.refresh()
+                beat[0] = time.monotonic()
+
+        self.total = progress.total = self.follower.wait_for_growth(tick)
+        self.dispatcher.follow_on(self.follower.tasks(self.committer.next_commit))
+        self._loop(progress)
 
     def _loop(self, progress: Progress) -> None:
         last_beat = last_report = time.monotonic()
@@ -173,6 +205,10 @@ class _Build:
             workers=len(self.pool.ready), cluster_cpus=ray.cluster_resources().get("CPU", 0.0),
             eta_seconds=progress.eta_seconds(c.position.next_ordinal),
             indexed=c.indexed if c.dedup is not None else None))
+        if self.follower is not None:
+            self.follower.report(self.total - c.position.next_ordinal)
+        else:
+            self.metrics.follow_state(self.total - c.position.next_ordinal, 0.0)
 
     def _cpu(self) -> dict[str, float]:
         """The commit path's CPU seconds by role (the pool's workers come and go: not counted), and the

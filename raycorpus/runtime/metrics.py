@@ -45,6 +45,10 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("raycorpus_eta_seconds", "gauge", "estimated seconds until every WARC is committed"),
     MetricSpec("raycorpus_workers", "gauge", "extraction workers ready in the pool"),
     MetricSpec("raycorpus_cluster_cpus", "gauge", "CPUs in the Ray cluster, as the driver sees them"),
+    # follow mode (driver, `raycorpus run --follow`)
+    MetricSpec("raycorpus_follow_backlog_warcs", "gauge", "WARCs the manifest lists that are not committed yet"),
+    MetricSpec("raycorpus_follow_idle_seconds", "gauge",
+               "seconds the follower has waited for new manifest lines with every WARC committed (0 while working)"),
     # documents (driver, at commit)
     MetricSpec("raycorpus_docs_in_total", "counter", "HTML documents read from committed WARCs"),
     MetricSpec("raycorpus_docs_kept_total", "counter", "documents written to the shards"),
@@ -159,6 +163,13 @@ class Metrics:
         self._written = (p.tokens, p.shards)
         if state.indexed is not None:
             self.set("raycorpus_lsh_indexed_docs", state.indexed)
+
+
+    def follow_state(self, backlog: int, idle_seconds: float) -> None:
+        """Driver side, with the run state (and while a follower waits): WARCs listed but not committed yet,
+        and seconds spent waiting for new manifest lines (0 while working, and always without --follow)."""
+        self.set("raycorpus_follow_backlog_warcs", max(0, backlog))
+        self.set("raycorpus_follow_idle_seconds", idle_seconds)
 
 
 @dataclass(frozen=True, slots=True)

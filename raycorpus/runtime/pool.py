@@ -22,7 +22,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from raycorpus.config import Config
-from raycorpus.ingest.manifest import iter_manifest_entries
+from raycorpus.ingest.manifest import iter_input_entries
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import StagingError
 from raycorpus.process.results import WarcSummary
@@ -86,7 +86,7 @@ class DispatchStats:
 
 
 def manifest_tasks(cfg: Config, storage: Storage, start: int) -> Iterator[Task]:
-    entries = iter_manifest_entries(cfg.input.manifest, cfg.input.base, storage)
+    entries = iter_input_entries(cfg.input, storage)
     for ordinal, (warc, url, problem) in enumerate(itertools.islice(entries, cfg.input.limit)):
         if ordinal >= start:
             yield Task(ordinal, warc, url, error=problem or "")
@@ -202,6 +202,10 @@ class Dispatcher:
         if not self.pool.ready:
             self.pool.wait_until_any_ready()
         return out
+
+    def follow_on(self, tasks: Iterator[Task]) -> None:
+        """Follow mode: the manifest grew; its new WARCs come from ``tasks``."""
+        self.tasks, self.exhausted = tasks, False
 
     def _next_task(self, window_end: int) -> Task | None:
         if self.retry_heap and self.retry_heap[0][0] <= time.monotonic():

@@ -131,7 +131,8 @@ def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: 
     from raycorpus.runtime.driver import run_build
 
     run_cfg = cfg.model_copy(update={
-        "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "base": None, "limit": None}),
+        "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "prefix": None, "base": None,
+                                              "limit": None}),
         "output": cfg.output.model_copy(update={"path": out, "documents": False, "format": []}),
         "ray": cfg.ray.model_copy(update={"workers": replay_workers, "max_workers": replay_workers}),
         "run": cfg.run.model_copy(update={"progress": "off"}),

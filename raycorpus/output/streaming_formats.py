@@ -167,8 +167,11 @@ class StreamingIndexes:
         self.shard_size_tokens = shard_size_tokens
         self.out_url = out_url
         self.dtype = np.dtype(dtype)
-        self.entries: dict[str, list[dict]] = {f: self._written(f)[:closed] for f in formats
-                                               if f in STREAMING_FORMATS}
+        written = {f: self._written(f) for f in formats if f in STREAMING_FORMATS}
+        self.entries: dict[str, list[dict]] = {f: w[:closed] for f, w in written.items()}
+        # an index naming more shards than are closed (a finished output's last shard reopened to grow it)
+        # is written again at the next update, even if no shard closed by then
+        self.stale = {f for f, w in written.items() if len(w) > closed}
 
     def _url(self, fmt: str, filename: str) -> str:
         return join_url(join_url(self.out_url, fmt), filename)
@@ -185,8 +188,9 @@ class StreamingIndexes:
         from raycorpus.output.shards import shard_name
 
         for fmt, entries in self.entries.items():
-            if len(entries) == closed:
+            if len(entries) == closed and fmt not in self.stale:
                 continue
+            self.stale.discard(fmt)
             del entries[closed:]
             for i in range(len(entries), closed):
                 entries.append(json.loads(self.storage.read_bytes(self._url(fmt, shard_name(i) + ".json")))[fmt])

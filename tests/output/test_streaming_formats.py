@@ -16,8 +16,8 @@ from tests.support.shards import build_token_shards, random_docs
 
 MDS_ABSENT = ("mosaicml-streaming is not installed: its releases since 0.9 pin transformers<5 (so tokenizers<0.23 and "
               "huggingface_hub<1) and, from 0.11, numpy<2.2, so it is not in the test extra; to run this test "
-              "beside numpy 2.4 install it with `pip install --no-deps mosaicml-streaming transformers safetensors "
-              "zstd catalogue python-snappy cramjam brotli`")
+              "beside numpy 2.4 install it as .ci/run does: `pip install transformers safetensors zstd catalogue "
+              "python-snappy brotli cramjam` then `pip install --no-deps mosaicml-streaming==0.13.0`")
 LITDATA_ABSENT = "litdata is not installed (pip install -e '.[test]' installs it)"
 
 
@@ -111,6 +111,22 @@ def test_index_lists_the_closed_shards_at_each_checkpoint_and_a_restart_writes_t
     restarted.finish()
     restarted.drop_obsolete()
     assert _digests(two) == _digests(one)
+
+
+def test_an_index_naming_a_reopened_shard_is_written_again_at_the_next_checkpoint(tmp_path):
+    """A finished output grown by a longer manifest reopens its last shard (raycorpus/output/grow.py): the
+    next update names only the closed shards, even when no shard closed since."""
+    from raycorpus.output.streaming_formats import StreamingIndexes
+
+    docs = random_docs(np.random.default_rng(3), 200, 50_000, 0)
+    _pack(tmp_path, docs, range(5)).finish()
+    mds = json.loads((tmp_path / "mds" / "index.json").read_text())["shards"]
+    lit = json.loads((tmp_path / "litdata" / "index.json").read_text())["chunks"]
+    assert len(mds) == len(lit) >= 2
+    indexes = StreamingIndexes(Storage(), str(tmp_path), ("mds", "litdata"), "<u2", len(mds) - 1, 3000)
+    indexes.update(len(mds) - 1)
+    assert json.loads((tmp_path / "mds" / "index.json").read_text())["shards"] == mds[:-1]
+    assert json.loads((tmp_path / "litdata" / "index.json").read_text())["chunks"] == lit[:-1]
 
 
 def test_mds_refuses_an_empty_document_and_a_shard_over_4_gib():

@@ -80,7 +80,7 @@ def bench_chain_ratio(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
     per_stage = {k: statistics.median(s.get(k, 0) for s in stages) / docs / 1e6 for k in stages[0]}
     bare_ms = statistics.median(bare) / docs * 1e3
     chain_ms = statistics.median(chain) / docs * 1e3
-    ratios = [c / b for c, b in zip(chain, bare)]
+    ratios = [c / b for c, b in zip(chain, bare, strict=True)]
     return {
         "input": ", ".join(warcs),
         "pages": len(pages),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raycorpus.process.hashing import fmix64, splitmix64
+from raycorpus.process.hashing import fmix64, folded, splitmix64
 
 _SALT = 0x4F50485F534B5448  # "OPH_SKTH": the sketch's constants differ from the MinHasher's
 _TRIES = 32  # densification candidates drawn at a time per empty bin
@@ -129,7 +129,11 @@ class Signer:
 
     def signature(self, text: str) -> np.ndarray:
         """The ``(width,)`` uint32 row of ``text``."""
-        x = self.minhasher.shingle_hashes(text)
+        return self.signature_of(folded(text))
+
+    def signature_of(self, cp: np.ndarray) -> np.ndarray:
+        """The row of the text whose :func:`~raycorpus.process.hashing.folded` code points are ``cp``."""
+        x = self.minhasher.shingle_hashes_of(cp)
         sig = self.minhasher.signature_of(x).astype(np.uint32)
         if self.sketch is None:
             return sig

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--wet-pair", action="append", default=[], metavar="WARC,WET",
                    help="--wet: a WARC and Common Crawl's WET of it (default: the CC-MAIN-2024-22 pair in "
                    "../shared/data/warc/whirlwind, if present)")
+    b.add_argument("--chain", action="store_true",
+                   help="only the tag-mode chain against bare extraction per page (the ratio; no Ray)")
     b.add_argument("--startup", action="store_true",
                    help="the fixed cost of `raycorpus run` on the given WARCs (a new process each time): wall time "
                    "minus processing")

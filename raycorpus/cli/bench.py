@@ -145,6 +145,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_commit_path(args, cfg, token_meta, warcs)
     if args.wet:
         return _bench_wet(args, cfg, warcs)
+    if args.chain:
+        return _bench_chain_ratio(args, cfg, warcs)
     if args.startup:
         from raycorpus.cli.bench_startup import bench_startup, format_startup
 
@@ -159,6 +161,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         result = bench_all(cfg, warcs, token_meta, copies=args.copies, workers=tuple(workers), repeats=args.repeats)
     result["formats"] = bench_formats(repeats=args.repeats)
+    from raycorpus.cli.bench_chain import bench_chain_ratio, format_chain_ratio
+
+    result["chain_ratio"] = bench_chain_ratio(cfg, warcs, repeats=args.repeats)
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
@@ -169,6 +174,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             from raycorpus.cli.bench_pipeline import format_pipeline
 
             print(format_pipeline(result))
+        print(format_chain_ratio(result["chain_ratio"]))
     return EXIT_OK
 
 
@@ -199,4 +205,14 @@ def _bench_wet(args: argparse.Namespace, cfg, warcs: list[str]) -> int:
     if args.save:
         Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1) if args.json else format_wet(result["wet"], result["wet_quality"]))
+    return EXIT_OK
+
+
+def _bench_chain_ratio(args: argparse.Namespace, cfg, warcs: list[str]) -> int:
+    from raycorpus.cli.bench_chain import bench_chain_ratio, format_chain_ratio
+
+    result = {"chain_ratio": bench_chain_ratio(cfg, warcs, repeats=args.repeats)}
+    if args.save:
+        Path(args.save).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1) if args.json else format_chain_ratio(result["chain_ratio"]))
     return EXIT_OK

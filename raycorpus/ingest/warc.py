@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -112,14 +113,14 @@ def decode_html(body: bytes, http_charset: str | None) -> tuple[str, str, str]:
     return bytes_to_str(body, enc, errors="replace"), enc, "detected"
 
 
-_DELETE_NOT_TEXT = dict.fromkeys([*(set(range(32)) - {9, 10, 12, 13}), 0xFFFD])  # C0 controls, U+FFFD
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0e-\x1f\ufffd]")  # C0 controls but tab, LF, FF, CR; U+FFFD
 
 
 def looks_binary(text: str, sample: int = 4096) -> bool:
     """True when the start of a decoded payload is mostly not text (random bytes, images or
     compressed data labelled text/html): over 5 % replacement or control characters."""
     head = text[:sample]
-    return len(head) - len(head.translate(_DELETE_NOT_TEXT)) > 0.05 * len(head)
+    return len(_NOT_TEXT.findall(head)) > 0.05 * len(head)
 
 
 def _is_html(content_type: str | None, body: bytes) -> bool:

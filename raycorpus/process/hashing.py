@@ -51,6 +51,26 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", t).strip()
 
 
+def folded(text: str) -> np.ndarray:
+    """The code points (uint32) of ``nfkc(text).lower()``: what :func:`normalize`, the word hashes and
+    the content hash all start from, so one document folds its text once."""
+    return np.frombuffer(nfkc(text).lower().encode("utf-32-le", "surrogatepass"), np.uint32)
+
+
+def normalized_utf8(cp: np.ndarray) -> bytes:
+    """``normalize(text).encode("utf-8", "surrogatepass")`` from ``cp = folded(text)``: the characters
+    ``normalize`` keeps, each run of folded ones between two of them as one space (no whitespace is
+    kept, so collapsing and stripping are implied). One numpy pass for two regex substitutions."""
+    kept = np.flatnonzero(_char_classes()[cp])
+    if not kept.size:
+        return b""
+    shift = np.zeros(kept.size, np.intp)  # spaces before each kept character
+    np.cumsum(np.diff(kept) > 1, out=shift[1:])
+    out = np.full(kept.size + int(shift[-1]), 32, np.uint32)
+    out[np.arange(kept.size) + shift] = cp[kept]
+    return out.tobytes().decode("utf-32-le", "surrogatepass").encode("utf-8", "surrogatepass")
+
+
 def words(text: str) -> list[str]:
     """The words :class:`WordHasher` hashes (reference implementation, pure Python)."""
     return _STANDALONE.sub(r" \g<0> ", normalize(text)).split()
@@ -131,7 +151,10 @@ class WordHasher:
 
     def word_hashes(self, text: str) -> np.ndarray:
         """64-bit hash of each word of the normalised text, in order."""
-        cp = np.frombuffer(nfkc(text).lower().encode("utf-32-le", "surrogatepass"), np.uint32)
+        return self.word_hashes_of(folded(text))
+
+    def word_hashes_of(self, cp: np.ndarray) -> np.ndarray:
+        """:meth:`word_hashes` of the text whose :func:`folded` code points are ``cp``."""
         n_cp = cp.size
         cls = _char_classes()[cp]
         boundary = np.ones(n_cp + 1, bool)  # boundary[i]: a word cannot continue from cp[i-1] to cp[i]

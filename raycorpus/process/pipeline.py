@@ -26,7 +26,7 @@ from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
-from raycorpus.process.hashing import normalize
+from raycorpus.process.hashing import folded, normalized_utf8
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tokenize import TokenEncoder
 
@@ -36,7 +36,13 @@ READ_NS, EXTRACT_NS, HASH_NS, URL_KEY_NS, MINHASH_NS, TOKENIZE_NS = (
 
 def content_hash(text: str) -> int:
     """64-bit hash of the normalised text (stable across processes and machines)."""
-    digest = hashlib.blake2b(normalize(text).encode("utf-8", "surrogatepass"), digest_size=8)
+    return content_hash_of(folded(text))
+
+
+def content_hash_of(cp: np.ndarray) -> int:
+    """:func:`content_hash` of the text whose :func:`~raycorpus.process.hashing.folded` code points are ``cp``
+    (the same bytes are hashed: ``normalized_utf8(cp) == normalize(text).encode(...)``)."""
+    digest = hashlib.blake2b(normalized_utf8(cp), digest_size=8)
     return int.from_bytes(digest.digest(), "little")
 
 
@@ -133,11 +139,12 @@ class WarcProcessor:
         clock = time.perf_counter_ns
         try:
             t = clock()
-            digest = content_hash(doc.text)
+            cp = folded(doc.text)  # NFKC + lowercase once, for the content hash and the shingles
+            digest = content_hash_of(cp)
             t_url = clock()
             key = url_key(doc.url) if self.cfg.dedup.url else 0
             t_hashed = clock()
-            sig = self.minhasher.signature(doc.text) if self.minhasher else None
+            sig = self.minhasher.signature_of(cp) if self.minhasher else None
         except Exception:  # one document that breaks hashing is one dropped document, never the WARC
             counts[ck.drop("error", "hash")] += 1
             self._exclude(excluded, doc.url, doc.record_id, doc, "error:hash")

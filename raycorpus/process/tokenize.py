@@ -61,12 +61,13 @@ class TokenEncoder:
         if not texts:
             return np.zeros(0, self.dtype), np.zeros(0, np.uint64)
         encs = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) + 1 for e in encs), dtype=np.uint64, count=len(encs))
+        ids = [e.ids for e in encs]  # each read of ``Encoding.ids`` builds a new list: once per document
+        lengths = np.fromiter((len(i) + 1 for i in ids), dtype=np.uint64, count=len(ids))
         tokens = np.empty(int(lengths.sum()), dtype=self.dtype)
         pos = 0
-        for e in encs:
-            n = len(e.ids)
-            tokens[pos : pos + n] = e.ids
+        for doc_ids in ids:
+            n = len(doc_ids)
+            tokens[pos : pos + n] = doc_ids
             tokens[pos + n] = self.eos_id
             pos += n + 1
         return tokens, lengths

@@ -104,3 +104,22 @@ def test_eval_prints_extraction_and_langid_tables():
     near = [line for line in r.stdout.splitlines() if line.startswith("near dedup")]
     assert len(near) == 1 and "document level" in near[0] and " P " in near[0] and " R " in near[0]
     assert "pairwise on the benchmark's hard set" in r.stdout and "bytes per indexed document" in r.stdout
+
+
+def test_bench_chain_prints_the_ratio_to_bare_extraction(tmp_path, crawls):
+    """`raycorpus bench --chain` (no Ray): bare extraction and the tag-mode chain per page, per stage, the ratio."""
+    import yaml
+
+    sample, tokenizer = crawls(n_warcs=1, pages=20)
+    cfg = {"input": {"manifest": str(sample.manifest_path)}, "output": {"path": str(tmp_path / "out")},
+           "tokenizer": {"path": tokenizer}}
+    (tmp_path / "bench.yaml").write_text(yaml.safe_dump(cfg))
+    r = cli("bench", str(tmp_path / "bench.yaml"), "--warcs", "1", "--repeats", "1", "--chain", "--save",
+            str(tmp_path / "chain.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ratio chain / bare:" in r.stdout and "bare extract_plain_text" in r.stdout
+    b = json.loads((tmp_path / "chain.json").read_text())["chain_ratio"]
+    assert b["pages"] > 0 and b["bare_ms_per_doc"] > 0 and b["ratio"] > 0 and len(b["ratio_runs"]) == 1
+    # tag mode: every stage ran on every page that extraction kept, tokenization included
+    assert {"read", "extract", "lang", "gopher_repetition", "pii", "hash", "minhash", "tokenize"} <= set(
+        b["stages_ms_per_doc"])

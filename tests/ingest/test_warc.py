@@ -82,3 +82,24 @@ def test_decode_order(body, http, expected, source):
     text, enc, src = decode_html(body, http)
     assert (enc, src) == (expected, source)
     assert "\ufffd" not in text
+
+
+def test_looks_binary_counts_the_characters_it_always_counted():
+    """The control / replacement characters are counted by one regex (it was a ``str.translate`` deleting
+    them): every code point is counted as before, and so is every real page's head and a binary payload."""
+    import random
+
+    from raycorpus.ingest.warc import looks_binary
+
+    counted = {*range(9), 11, *range(14, 32), 0xFFFD}
+    every = "".join(map(chr, range(0x110000)))
+    for start in range(0, len(every), 4096):  # each block of 4,096 code points: its count and its verdict
+        head = every[start : start + 4096]
+        n = sum(ord(c) in counted for c in head)
+        assert looks_binary(head) == (n > 0.05 * len(head))
+    assert looks_binary("".join(map(chr, range(32))) * 10) and not looks_binary("\t\n\f\r text" * 100)
+    noise = random.Random(0).randbytes(8192).decode("latin-1")  # random bytes read as a 1-byte charset
+    assert looks_binary(noise.encode("latin-1").decode("utf-8", "replace"))
+    with open(need_shared(SHARED_WARC / "whirlwind" / "whirlwind.warc.gz"), "rb") as f:
+        pages = list(iter_html_records(f, Counter(), 8 << 20))
+    assert pages and not any(looks_binary(p.html) for p in pages)

@@ -68,6 +68,28 @@ def test_content_hash_is_over_normalized_text():
     assert content_hash("hello world") != content_hash("hello there world")
 
 
+def test_content_hash_folds_once_and_hashes_the_normalized_bytes():
+    """The content hash is taken from the code points the shingles use (one NFKC + lowercase per document);
+    its bytes must be exactly ``normalize``'s, on the tricky texts (the failing cases: separators at the ends,
+    only separators, lone surrogates, NFKC and lowercasing that change the length) and on real pages in
+    75 languages."""
+    import hashlib
+    import json
+
+    from raycorpus.process.hashing import folded, normalize, normalized_utf8
+    from raycorpus.process.pipeline import content_hash, content_hash_of
+    from tests.support.paths import SHARED, need_shared
+
+    sample = need_shared(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl")
+    real = [json.loads(line)["text"] for line in sample.read_text().splitlines()]
+    texts = [*TRICKY, "_leading and trailing_", "..", "İİ ﬃ", *real]
+    for t in texts:
+        want = normalize(t).encode("utf-8", "surrogatepass")
+        assert normalized_utf8(folded(t)) == want, t
+        digest = int.from_bytes(hashlib.blake2b(want, digest_size=8).digest(), "little")
+        assert content_hash(t) == content_hash_of(folded(t)) == digest
+
+
 def test_numpy_tokenizer_matches_words(mh):
     for t in TRICKY:
         w = words(t)

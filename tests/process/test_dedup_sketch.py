@@ -192,3 +192,50 @@ def test_held_out_margin_check_scores_each_half_with_the_other_halfs_choice():
         meets = [m for m in MARGINS if tune[m]["precision"] >= 0.99]
         if meets:  # the best recall at P >= 0.99 on the half it was chosen on
             assert tune[f["margin"]]["recall"] == max(tune[m]["recall"] for m in meets)
+
+
+def _reference_sketch(sk: OphSketch, shingles: np.ndarray) -> np.ndarray:
+    """The sketch as first written (densification candidates drawn per try, values packed by shifts):
+    the tabled densification and the packbits packing must give these words bit for bit."""
+    from raycorpus.process.hashing import fmix64
+
+    if not shingles.size:
+        return np.zeros(sk.words, np.uint32)
+    h = np.sort(fmix64(np.asarray(shingles, np.uint64) * sk._a + sk._b))
+    b = ((h >> np.uint64(32)) * np.uint64(sk.bins)) >> np.uint64(32)
+    first = np.ones(h.size, bool)
+    np.not_equal(b[1:], b[:-1], out=first[1:])
+    filled, vals = np.zeros(sk.bins, bool), np.zeros(sk.bins, np.uint32)
+    filled[b[first].astype(np.intp)] = True
+    vals[b[first].astype(np.intp)] = (h[first] & np.uint64((1 << sk.bits) - 1)).astype(np.uint32)
+    todo, t0 = np.flatnonzero(~filled).astype(np.uint64), 1
+    while todo.size:
+        t = np.arange(t0, t0 + 32, dtype=np.uint64)[None, :]
+        cand = (fmix64(todo[:, None] * sk._c + t) % np.uint64(sk.bins)).astype(np.intp)
+        hit = filled[cand]
+        found = hit.any(axis=1)
+        vals[todo[found].astype(np.intp)] = vals[cand[found, hit[found].argmax(axis=1)]]
+        todo, t0 = todo[~found], t0 + 32
+    v = vals.reshape(sk.words, sk.per_word)
+    return np.bitwise_or.reduce(v << sk._shifts[0], axis=-1).astype(np.uint32)
+
+
+@pytest.mark.parametrize("bits", [1, 2])
+def test_sketch_is_bit_identical_to_the_first_implementation(bits):
+    """Real pages (every 4th of trafilatura-eval, all sizes) and the failing cases of the tabled densification:
+    documents of 1-3 shingles, whose empty bins need candidates past the table's first 32 tries."""
+    import gzip
+
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    from raycorpus.ingest.warc import decode_html
+
+    sk, mh = OphSketch(OPH_BINS, bits, seed=1), MinHasher()
+    docs = [np.array([7], np.uint64), np.array([1, 2, 3], np.uint64), np.empty(0, np.uint64)]
+    for p in sorted(need_shared(PAGES).glob("**/*.html.gz"))[::4]:
+        html = decode_html(gzip.decompress(p.read_bytes()), None)[0]
+        docs.append(mh.shingle_hashes(extract_plain_text(HTMLTree.parse(html), main_content=True)))
+    assert len(docs) > 200
+    for x in docs:
+        np.testing.assert_array_equal(sk.sketch(x), _reference_sketch(sk, x))

@@ -62,3 +62,19 @@ def test_space_separated_lines_count_as_before():
     line = "Bei dieser Art Urlaub haben Sie mehr vom Leben"
     assert count_words(line) == len(line.split()) == 9
     assert count_words("今天天气很好") == 3
+
+
+def test_view_words_are_the_tokens_with_a_letter_or_digit():
+    """``TextView.words`` keeps a token of two or more characters, or one alphanumeric character (it tested
+    both ends of every token before): the same words on the failing cases ('_', lone marks, one letter or
+    digit, joiners) and on real sentences in 75 languages."""
+
+    def first_definition(tokens):
+        return [t for t in tokens if t[0].isalnum() or t[-1].isalnum() or len(t) > 1]
+
+    view = TextView("a _ __ - -- 1 ' x-y don't ½ ² … é 中文")
+    assert view.words == ["a", "__", "1", "x-y", "don't", "½", "²", "é", "中文"] == first_definition(view.tokens)
+    for line in need_shared(LINGUA).read_text(encoding="utf-8").splitlines():
+        for aware in (False, True):
+            v = TextView(json.loads(line)["text"], script_aware=aware)
+            assert v.words == first_definition(v.tokens)

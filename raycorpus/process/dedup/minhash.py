@@ -64,6 +64,13 @@ class MinHasher:
             return word_hash
         return self.combine(word_hash, self.ngram)
 
+    def shingle_hashes_of(self, cp: np.ndarray) -> np.ndarray:
+        """:meth:`shingle_hashes` of the text whose :func:`~raycorpus.process.hashing.folded` code points are ``cp``."""
+        word_hash = self._words.word_hashes_of(cp)
+        if not word_hash.size:
+            return word_hash
+        return self.combine(word_hash, self.ngram)
+
     def combine(self, word_hash: np.ndarray, n: int) -> np.ndarray:
         """Hashes of every ``n`` consecutive words (``n <= ngram``; one hash when there are fewer words)."""
         n_words = word_hash.size

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raycorpus.process.hashing import fmix64, splitmix64
+from raycorpus.process.hashing import fmix64, folded, splitmix64
 
 _SALT = 0x4F50485F534B5448  # "OPH_SKTH": the sketch's constants differ from the MinHasher's
 _TRIES = 32  # densification candidates drawn at a time per empty bin
@@ -40,6 +40,7 @@ class OphSketch:
             fold |= 1 << (i * bits)
         self._low = np.uint32(fold)  # the lowest bit of each value in a word
         self.chance = 2.0 ** -bits
+        self._first_tries = self._candidates(np.arange(bins, dtype=np.uint64), 1)  # (bins, _TRIES), built once
 
     def values(self, shingles: np.ndarray) -> np.ndarray:
         """``(bins,)`` uint32: the low ``bits`` bits of each bin's smallest hash, empty bins densified."""
@@ -57,23 +58,33 @@ class OphSketch:
             self._densify(vals, filled)
         return vals
 
+    def _candidates(self, bins: np.ndarray, t0: int) -> np.ndarray:
+        """``(len(bins), _TRIES)``: bin ``i``'s densification candidates ``t0 .. t0 + _TRIES - 1``."""
+        t = np.arange(t0, t0 + _TRIES, dtype=np.uint64)[None, :]
+        return (fmix64(bins[:, None] * self._c + t) % np.uint64(self.bins)).astype(np.intp)
+
     def _densify(self, vals: np.ndarray, filled: np.ndarray) -> None:
         """Each empty bin ``i`` takes the value of the first non-empty bin in its sequence
         ``fmix64(i * c + t) % bins`` (t = 1, 2, ...): a function of the bin alone, so two documents
-        that share the chosen bin's sample agree there as often as in a sampled bin."""
-        todo = np.flatnonzero(~filled).astype(np.uint64)
+        that share the chosen bin's sample agree there as often as in a sampled bin. The first
+        ``_TRIES`` candidates of every bin come from a table built once."""
+        todo = np.flatnonzero(~filled)
+        cand = self._first_tries[todo]
         t0 = 1
         while todo.size:
-            t = np.arange(t0, t0 + _TRIES, dtype=np.uint64)[None, :]
-            cand = (fmix64(todo[:, None] * self._c + t) % np.uint64(self.bins)).astype(np.intp)
             hit = filled[cand]
             found = hit.any(axis=1)
             src = cand[found, hit[found].argmax(axis=1)]
-            vals[todo[found].astype(np.intp)] = vals[src]
+            vals[todo[found]] = vals[src]
             todo, t0 = todo[~found], t0 + _TRIES
+            if todo.size:  # rare: a bin whose first candidates were all empty (a document of few shingles)
+                cand = self._candidates(todo.astype(np.uint64), t0)
 
     def pack(self, vals: np.ndarray) -> np.ndarray:
         """``(..., bins)`` values -> ``(..., words)`` uint32."""
+        if self.bits == 1:  # bin i at bit i % 32 of word i // 32: little-endian bit and byte order
+            bits = np.packbits(np.asarray(vals, np.uint8), axis=-1, bitorder="little")
+            return bits.view("<u4").astype(np.uint32)
         v = np.asarray(vals, np.uint32).reshape(*vals.shape[:-1], self.words, self.per_word)
         return np.bitwise_or.reduce(v << self._shifts, axis=-1).astype(np.uint32)
 
@@ -118,7 +129,11 @@ class Signer:
 
     def signature(self, text: str) -> np.ndarray:
         """The ``(width,)`` uint32 row of ``text``."""
-        x = self.minhasher.shingle_hashes(text)
+        return self.signature_of(folded(text))
+
+    def signature_of(self, cp: np.ndarray) -> np.ndarray:
+        """The row of the text whose :func:`~raycorpus.process.hashing.folded` code points are ``cp``."""
+        x = self.minhasher.shingle_hashes_of(cp)
         sig = self.minhasher.signature_of(x).astype(np.uint32)
         if self.sketch is None:
             return sig

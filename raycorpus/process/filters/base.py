@@ -69,7 +69,7 @@ class TextView:
     @cached_property
     def words(self) -> list[str]:
         """Tokens that contain a letter or digit (punctuation marks dropped)."""
-        return [t for t in self.tokens if t[0].isalnum() or t[-1].isalnum() or len(t) > 1]
+        return [t for t in self.tokens if len(t) > 1 or t.isalnum()]  # a 1-character token is a word if alphanumeric
 
     @cached_property
     def words_lower(self) -> list[str]:

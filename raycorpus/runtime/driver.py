@@ -9,8 +9,10 @@ builds the run summary.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Iterator
 
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
@@ -29,8 +31,9 @@ from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
 from raycorpus.runtime.cluster import init_ray
 from raycorpus.runtime.committer import Committer
 from raycorpus.runtime.metrics import Metrics, RunState
-from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, WorkSource, manifest_tasks
+from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, Task, WorkerPool, WorkSource, manifest_tasks
 from raycorpus.runtime.progress import Progress
+from raycorpus.runtime.split import ranges_per_warc, split_tasks
 
 __all__ = ["RunAborted", "RunInterrupted", "check_run_identity", "run_build"]
 
@@ -86,11 +89,17 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
         init_ray(cfg)
         if work is None:
-            work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
+            work = WorkSource(total, functools.partial(_warc_tasks, cfg, storage, total), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
         return _Build(cfg, token_meta, work, ledger, lock, state).run(progress_mode)
     finally:
         lock.release()
+
+
+def _warc_tasks(cfg: Config, storage: Storage, total: int, start: int) -> Iterator[Task]:
+    """The manifest's WARCs from ``start`` on, each cut into ranges when ``run.split_warcs`` says so."""
+    ranges = ranges_per_warc(cfg, total - start, WorkerPool(cfg).target_size())
+    return split_tasks(manifest_tasks(cfg, storage, start), storage, ranges)
 
 
 def _manifest_size(cfg: Config, storage: Storage) -> int:

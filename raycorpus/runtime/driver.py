@@ -198,6 +198,7 @@ class _Build:
             "tokens": c.position.tokens - c.first.tokens,
             "bytes_read": s.bytes_read,
             "processed": s.processed,
+            "warc_ranges": s.ranges,  # record ranges the processed WARCs were cut into (run.split_warcs; 0: none)
             "retried": s.retried,
             "wall_seconds": round(wall, 3),
             "startup_seconds": round(t_start - self.t_init, 3),

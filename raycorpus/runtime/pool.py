@@ -84,6 +84,7 @@ class WorkSource:
 @dataclass
 class DispatchStats:
     processed: int = 0  # WARCs processed this run
+    ranges: int = 0  # of them, record ranges of WARCs cut into ranges (run.split_warcs)
     retried: int = 0
     bytes_read: int = 0
     by_node: Counter = field(default_factory=Counter)  # node id -> WARCs its workers processed
@@ -272,6 +273,7 @@ class Dispatcher:
             if task.parts > 1 and (item := self.gather.add(item)) is None:
                 continue  # a range: the WARC comes back when its last range is in
             self.stats.processed += 1
+            self.stats.ranges += task.parts if task.parts > 1 else 0
             self.stats.by_node[item.summary.node] += 1
             self.stats.bytes_read += item.summary.bytes_read
             out.append(item)

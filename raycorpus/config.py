@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -154,14 +154,22 @@ class RunConfig(_Model):
         30.0, ge=0, description="write a ledger checkpoint at most this often (0 = after every WARC)"
     )
     progress: Literal["auto", "bar", "log", "off"] = "auto"
-    split_warcs: Literal["auto", "off"] | Annotated[int, Field(ge=1)] = Field(
+    split_warcs: Literal["auto", "off"] | int = Field(
         "auto", description="cut each gzip WARC into this many record ranges that workers share (auto: only when "
         "the run has fewer WARCs than workers; off); the output is the same either way")
 
-    @field_validator("progress", "split_warcs", mode="before")
+    @field_validator("progress", mode="before")
     @classmethod
     def _yaml_off(cls, v: Any) -> Any:
         return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v  # YAML 1.1 reads `off` as false
+
+    @field_validator("split_warcs", mode="before")
+    @classmethod
+    def _ranges(cls, v: Any) -> Any:
+        v = cls._yaml_off(v)
+        if v in ("auto", "off") or (isinstance(v, int) and v >= 1):
+            return v
+        raise ValueError("`auto`, `off` or a number of ranges >= 1")
 
 
 class Config(_Model):

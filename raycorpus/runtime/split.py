@@ -82,9 +82,11 @@ class RangeGather:
 
     def fail(self, item):
         """A range failed for good: the WARC, listed as failed with that range's error."""
-        self.failed.add(item.task.ordinal)
-        self.done.pop(item.task.ordinal, None)
-        item.task = dataclasses.replace(item.task, part=None, parts=1)
+        task = item.task
+        self.failed.add(task.ordinal)
+        self.done.pop(task.ordinal, None)
+        where = f" (record range {task.part.index + 1} of {task.parts}, bytes {task.part.start}-{task.part.end})"
+        item.task = dataclasses.replace(task, part=None, parts=1, error=task.error + where)
         return item
 
     def _join(self, parts: list):

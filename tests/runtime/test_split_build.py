@@ -98,3 +98,26 @@ def test_sigkill_mid_warc_then_rerun_resumes_to_the_same_bytes(pages, real_warc,
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(out)], capture_output=True, text=True,
                        check=False, cwd=REPO)
     assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout
+
+
+def test_a_range_that_fails_for_good_fails_its_warc_once(pages, real_warc, tmp_path, ray_address):
+    _, tok = pages
+    data = bytearray(real_warc.read_bytes())
+    at = len(data) * 4 // 5  # inside the last of 4 ranges
+    data[at:at + 200] = bytes(200)
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(bytes(data))
+    manifest = tmp_path / "bad.paths"
+    manifest.write_text(f"{real_warc}\n{bad}\n")
+    entries = {}
+    for split in ("off", 4):
+        s = _build(manifest, tok, tmp_path / f"out-{split}", 2, split)
+        assert s["this_run"]["warc_ranges"] == (4 if split == 4 else 0)  # WARC #0's: #1 fails
+        entries[split] = _ledger(tmp_path / f"out-{split}")
+        failed = Ledger(Storage(), str(tmp_path / f"out-{split}")).load().failed
+        assert [(f["ordinal"], f["attempts"]) for f in failed] == [(1, 3)]
+        assert "Gzip decompression error" in failed[0]["error"]
+        if split == 4:
+            assert "(record range 4 of 4, bytes " in failed[0]["error"]
+    assert entries["off"] == entries[4] and [e[1] for e in entries[4]] == ["committed", "failed"]
+    assert shard_digests(tmp_path / "out-off") == shard_digests(tmp_path / "out-4")

@@ -145,6 +145,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_commit_path(args, cfg, token_meta, warcs)
     if args.wet:
         return _bench_wet(args, cfg, warcs)
+    if args.split:
+        from raycorpus.cli.bench_split import bench_split, format_split
+
+        result = {"split": bench_split(cfg, warcs[0], token_meta, repeats=args.repeats)}
+        print(json.dumps(result, indent=1) if args.json else format_split(result["split"]))
+        return EXIT_OK
     if args.startup:
         from raycorpus.cli.bench_startup import bench_startup, format_startup
 

@@ -3,15 +3,19 @@ content, and the ranges read one after the other give exactly the whole file's r
 
 from __future__ import annotations
 
+import functools
 import gzip
+import http.server
 import io
 import itertools
+import threading
 
 import pytest
 from fastwarc.warc import ArchiveIterator
 
 from raycorpus.ingest.split import WarcPart, next_record_member, open_part, plan_ranges, starts_record
-from raycorpus.ingest.storage import Storage
+from raycorpus.ingest.storage import Storage, StorageError
+from tests.support.servers import LocalHTTPServer
 
 
 def _record_ids(storage: Storage, url: str, part: WarcPart | None) -> list[str]:
@@ -66,3 +70,30 @@ def test_gzip_magic_that_is_not_a_record_member_is_not_a_cut():
     assert starts_record(data, len(garbage) + len(other))
     assert next_record_member(io.BytesIO(data), 0, len(data)) == len(garbage) + len(other)
     assert next_record_member(io.BytesIO(garbage + other), 0, len(garbage + other)) == len(garbage + other)
+
+
+class _NoRangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Python's file server: it ignores Range and sends the whole file (200)."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.mark.slow  # starts HTTP servers on loopback
+def test_http_input_is_cut_only_where_the_server_honours_range(real_warc):
+    storage = Storage()
+    local = plan_ranges(storage, str(real_warc), 4, min_bytes=1)
+    with LocalHTTPServer(real_warc.parent) as www:  # Range support
+        url = www.url + real_warc.name
+        assert plan_ranges(storage, url, 4, min_bytes=1) == local
+        assert [i for r in local for i in _record_ids(storage, url, r)] == _record_ids(storage, str(real_warc), None)
+    handler = functools.partial(_NoRangeHandler, directory=str(real_warc.parent))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}/{real_warc.name}"
+            with pytest.raises(StorageError, match="does not honour Range"):
+                plan_ranges(storage, url, 4, min_bytes=1)  # the driver then reads the WARC whole
+        finally:
+            server.shutdown()

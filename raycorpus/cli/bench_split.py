@@ -5,7 +5,8 @@ so that a machine shared with other work slows them alike: one WARC with 1 worke
 ranges with 2 workers, and for reference the same WARC listed twice (2 WARCs: nothing to cut) with 1
 and with 2 workers. A run's time is its processing wall time (``this_run.wall_seconds``: from the first
 worker ready to the last commit; actor start-up is reported apart); the split runs' output is checked
-to be the unsplit one's.
+to be the unsplit one's. ``busy`` (the workers' processing seconds over wall x workers) says whether the
+workers had work, a figure a machine loaded by other jobs changes less than the wall time.
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ def _shards_digest(out: Path) -> str:
     return h.hexdigest()
 
 
+def _busy(out: Path, wall: float, workers: int) -> float:
+    """The share of the run's wall time its workers were processing (their seconds on the WARCs / wall x
+    workers): whether they had work, which a machine loaded by other jobs changes less than the wall time."""
+    from raycorpus import counts as ck
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.output.ledger import Ledger
+
+    return Ledger(Storage(), str(out)).load().totals[ck.WORKER_MS] / 1000 / (wall * workers)
+
+
 def _run(cfg: Config, token_meta: dict, manifest: str, out: Path, workers: int, split) -> dict:
     from raycorpus.runtime.driver import run_build
 
@@ -60,6 +71,7 @@ def _run(cfg: Config, token_meta: dict, manifest: str, out: Path, workers: int, 
 def bench_split(cfg: Config, warc: str, token_meta: dict, repeats: int = 3) -> dict:
     walls: dict[str, list[float]] = {name: [] for name in VARIANTS}
     starts: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    busy: dict[str, list[float]] = {name: [] for name in VARIANTS}
     info: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="raycorpus-bench-split-") as tmp:
         folder = Path(tmp)
@@ -72,9 +84,11 @@ def bench_split(cfg: Config, warc: str, token_meta: dict, repeats: int = 3) -> d
                 if r:
                     walls[name].append(s["this_run"]["wall_seconds"])
                     starts[name].append(s["this_run"]["startup_seconds"])
+                    busy[name].append(_busy(out, s["this_run"]["wall_seconds"], workers))
     med = {name: statistics.median(w) for name, w in walls.items()}
     runs = {name: {**info[name], "wall_seconds": round(med[name], 3), "runs": [round(w, 2) for w in walls[name]],
                    "startup_seconds": round(statistics.median(starts[name]), 3),
+                   "workers_busy": round(statistics.median(busy[name]), 3),
                    "docs_per_second": round(info[name]["docs_in"] / med[name], 1)} for name in VARIANTS}
     one, two = list(VARIANTS)[:2], list(VARIANTS)[2:]
 
@@ -94,10 +108,12 @@ def bench_split(cfg: Config, warc: str, token_meta: dict, repeats: int = 3) -> d
 def format_split(b: dict) -> str:
     lines = [f"one WARC over 2 workers ({b['warc']}; real Ray, processing wall time, median of {b['repeats']} "
              "rounds after a warm-up):",
-             f"{'run':<28}{'ranges':>7}{'docs in':>9}{'wall s':>9}{'docs/s':>9}{'start-up s':>12}  runs"]
+             f"{'run':<28}{'ranges':>7}{'docs in':>9}{'wall s':>9}{'docs/s':>9}{'busy':>7}{'start-up s':>12}  runs"]
     for name, r in b["runs"].items():
         lines.append(f"{name:<28}{r['warc_ranges']:>7}{r['docs_in']:>9}{r['wall_seconds']:>9.2f}"
-                     f"{r['docs_per_second']:>9.1f}{r['startup_seconds']:>12.2f}  {', '.join(map(str, r['runs']))}")
+                     f"{r['docs_per_second']:>9.1f}{r['workers_busy']:>7.2f}{r['startup_seconds']:>12.2f}  "
+                     f"{', '.join(map(str, r['runs']))}")
+    lines.append("busy: the workers' processing seconds / (wall x workers), the share of the wall they had work")
     lines.append(f"scaling 1 -> 2 workers (ratio of medians; median of the rounds' ratios): one WARC cut into "
                  f"ranges {b['scaling_one_warc']:.3f}; {b['scaling_one_warc_paired']:.3f}; two WARCs (reference) "
                  f"{b['scaling_two_warcs']:.3f}; {b['scaling_two_warcs_paired']:.3f}; "

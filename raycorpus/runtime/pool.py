@@ -163,7 +163,9 @@ class WorkerPool:
         return min(self.ready, key=self.ready.get)
 
     def capacity(self) -> int:
-        return len(self.ready) * self.cfg.ray.in_flight_per_worker
+        """Tasks the pool takes now: ``in_flight_per_worker`` each, but one each while workers are still
+        starting (a small job's work would otherwise queue on the first worker ready while the others idle)."""
+        return len(self.ready) * (1 if self.starting else self.cfg.ray.in_flight_per_worker)
 
     def remove(self, actor) -> None:
         self.ready.pop(actor, None)

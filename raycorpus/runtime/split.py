@@ -23,7 +23,7 @@ from raycorpus.ingest.storage import Storage, StorageError
 from raycorpus.output.shards import WarcTokens
 from raycorpus.process.results import DedupPayload, WarcSummary
 
-RANGES_PER_WORKER = 4  # ranges per worker a cut WARC is split into: the last ones even the load out
+RANGES_PER_WORKER = 8  # ranges per worker a cut WARC is split into: the last ones even the load out
 
 log = logging.getLogger("raycorpus")
 

@@ -15,8 +15,8 @@ def _cfg(split="auto", **sections):
 
 
 def test_how_many_ranges():
-    assert ranges_per_warc(_cfg(), warcs=1, workers=2) == 8  # 4 per worker
-    assert ranges_per_warc(_cfg(), warcs=3, workers=4) == 6
+    assert ranges_per_warc(_cfg(), warcs=1, workers=2) == 16  # 8 per worker
+    assert ranges_per_warc(_cfg(), warcs=3, workers=4) == 11
     assert ranges_per_warc(_cfg(), warcs=2, workers=2) == 1  # as many WARCs as workers: none cut
     assert ranges_per_warc(_cfg(), warcs=90_000, workers=1000) == 1
     assert ranges_per_warc(_cfg("off"), warcs=1, workers=8) == 1

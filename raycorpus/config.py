@@ -176,11 +176,22 @@ class RunConfig(_Model):
     follow_interval_seconds: float = Field(
         60.0, gt=0, description="with `raycorpus run --follow`: how often the manifest is read again for new lines"
     )
+    split_warcs: Literal["auto", "off"] | int = Field(
+        "auto", description="cut each gzip WARC into this many record ranges that workers share (auto: only when "
+        "the run has fewer WARCs than workers; off); the output is the same either way")
 
     @field_validator("progress", mode="before")
     @classmethod
     def _yaml_off(cls, v: Any) -> Any:
         return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v  # YAML 1.1 reads `off` as false
+
+    @field_validator("split_warcs", mode="before")
+    @classmethod
+    def _ranges(cls, v: Any) -> Any:
+        v = cls._yaml_off(v)
+        if v in ("auto", "off") or (isinstance(v, int) and v >= 1):
+            return v
+        raise ValueError("`auto`, `off` or a number of ranges >= 1")
 
 
 class Config(_Model):

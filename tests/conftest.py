@@ -9,6 +9,7 @@ starts one itself; an unmarked test that tries anyway fails with a message namin
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,11 @@ def _unit_tests_start_nothing(request, monkeypatch):
         yield
     finally:
         guard.arm(False)
+
+
+@pytest.fixture(scope="session")
+def real_warc(tmp_path_factory) -> Path:
+    """A gzip WARC of real pages (one member per record, ~4.2 MB): see tests/support/realwarc.py."""
+    from tests.support.realwarc import make_real_warc
+
+    return make_real_warc(tmp_path_factory.mktemp("real-warc") / "pages.warc.gz")

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--startup", action="store_true",
                    help="the fixed cost of `raycorpus run` on the given WARCs (a new process each time): wall time "
                    "minus processing")
+    b.add_argument("--split", action="store_true",
+                   help="one WARC (the first given) over 2 workers cut into ranges (run.split_warcs) against 1 "
+                   "worker, and 2 WARCs over 1 and 2 workers for reference")
     b.add_argument("--save", help="also write the JSON here (for tracking across commits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_command("bench", "cmd_bench"))

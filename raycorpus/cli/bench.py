@@ -147,6 +147,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_wet(args, cfg, warcs)
     if args.chain:
         return _bench_chain_ratio(args, cfg, warcs)
+    if args.split:
+        from raycorpus.cli.bench_split import bench_split, format_split
+
+        result = {"split": bench_split(cfg, warcs[0], token_meta, repeats=args.repeats)}
+        print(json.dumps(result, indent=1) if args.json else format_split(result["split"]))
+        return EXIT_OK
     if args.startup:
         from raycorpus.cli.bench_startup import bench_startup, format_startup
 

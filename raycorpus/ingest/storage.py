@@ -255,12 +255,12 @@ class _Opened(NamedTuple):
 class _ResumableReader(io.RawIOBase):
     """Raw stream that reopens ``opener(offset, etag)`` after transient failures."""
 
-    def __init__(self, storage: Storage, url: str, opener: Callable[[int, str | None], _Opened]):
+    def __init__(self, storage: Storage, url: str, opener: Callable[[int, str | None], _Opened], offset: int = 0):
         super().__init__()
         self._storage = storage
         self._url = url
         self._opener = opener
-        self._pos = 0
+        self._pos = offset
         self._total: int | None = None
         self._etag: str | None = None
         self._stream: Any = None
@@ -519,8 +519,9 @@ class Storage:
 
     # ------------------------------------------------------------ public API
 
-    def open_read(self, url: str) -> io.BufferedReader:
-        """Open ``url`` for streaming raw bytes; transient failures are resumed with Range requests."""
+    def open_read(self, url: str, offset: int = 0) -> io.BufferedReader:
+        """Open ``url`` for streaming raw bytes from ``offset`` on (``tell()`` counts from the object's start);
+        transient failures are resumed with Range requests."""
         kind = self._kind(url)
         if kind == "local":
             opener = functools.partial(self._open_local, _local_path(url))
@@ -528,7 +529,7 @@ class Storage:
             opener = functools.partial(self._open_s3, url)
         else:
             opener = functools.partial(self._open_http, url)
-        return io.BufferedReader(_ResumableReader(self, url, opener), buffer_size=_READ_BUFFER_BYTES)
+        return io.BufferedReader(_ResumableReader(self, url, opener, offset), buffer_size=_READ_BUFFER_BYTES)
 
     def read_bytes(self, url: str) -> bytes:
         """Whole object as bytes."""

@@ -55,26 +55,37 @@ class WarcTokens:
 
     file: str | None
     lengths: np.ndarray  # uint64, one per document of the file
+    parts: tuple[WarcTokens, ...] = ()  # a WARC cut into ranges: each range's staged tokens, in order (file None)
+
+    @classmethod
+    def joined(cls, parts: list[WarcTokens]) -> WarcTokens:
+        """The staged tokens of a WARC cut into ranges: its ranges' files, in order."""
+        return cls(None, np.concatenate([p.lengths for p in parts]).astype(np.uint64), tuple(parts))
+
+    def pieces(self) -> tuple[WarcTokens, ...]:
+        """The staged files' tokens, in document order (one, unless the WARC was cut into ranges)."""
+        return self.parts or (self,)
 
 
 class StagingError(StorageError):
     """A worker could not stage its tokens on the output: the output's fault, not the WARC's."""
 
 
-def staged_name(ordinal: int) -> str:
-    return f"{TOKENS_DIR}/{ordinal:09d}.npz"
+def staged_name(ordinal: int, part: int | None = None) -> str:
+    return f"{TOKENS_DIR}/{ordinal:09d}.npz" if part is None else f"{TOKENS_DIR}/{ordinal:09d}-{part:04d}.npz"
 
 
 def stage_tokens(storage: Storage, out_url: str, ordinal: int, tokens: np.ndarray | None,
-                 lengths: np.ndarray | None) -> WarcTokens:
-    """Write WARC ``ordinal``'s documents (tokens, each followed by EOS, concatenated) for the packer.
-    Same input, same bytes: a retried WARC writes the same file again."""
+                 lengths: np.ndarray | None, part: int | None = None) -> WarcTokens:
+    """Write WARC ``ordinal``'s documents (tokens, each followed by EOS, concatenated) for the packer
+    (``part``: those of one range of the WARC). Same input, same bytes: a retried WARC writes the same
+    file again."""
     lengths = np.zeros(0, np.uint64) if lengths is None else np.asarray(lengths, np.uint64)
     if not len(lengths):
         return WarcTokens(None, lengths)
     buf = io.BytesIO()
     np.savez(buf, tokens=tokens, lengths=lengths)
-    name = staged_name(ordinal)
+    name = staged_name(ordinal, part)
     try:
         storage.write_atomic(_url(out_url, name), buf.getbuffer())
     except StorageError as e:
@@ -218,9 +229,21 @@ class ShardPacker:
     def add(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None = None) -> dict:
         """Place one WARC's documents (``keep``: which of the staged ones; None: all); close shards as
         they fill. Returns where the documents went."""
+        first = (self.state.shard_index, self.state.open_docs)
+        n = total = done = 0
+        for piece in staged.pieces():  # a WARC cut into ranges: each range's file in turn, as one WARC
+            m = len(piece.lengths)
+            docs, tokens = self._place(ordinal, warc, piece, None if keep is None else keep[done : done + m])
+            n, total, done = n + docs, total + tokens, done + m
+        self.state.docs += n
+        self.state.tokens += total
+        last = (self.state.shard_index, self.state.open_docs)
+        return {"docs": n, "tokens": total, "first": list(first), "end": list(last)}
+
+    def _place(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None) -> tuple[int, int]:
+        """Place the kept documents of one staged file; (documents, tokens) placed."""
         index = np.arange(len(staged.lengths)) if keep is None else np.flatnonzero(keep)
         lengths = staged.lengths[index]
-        first = (self.state.shard_index, self.state.open_docs)
         ends = np.cumsum(lengths, dtype=np.uint64)
         doc, n = 0, len(lengths)
         if staged.file is not None and not n:
@@ -236,11 +259,7 @@ class ShardPacker:
             doc = k
             if self.state.open_tokens >= self.shard_size:
                 self._close_shard()
-        self.state.docs += n
-        total = int(ends[-1]) if n else 0
-        self.state.tokens += total
-        last = (self.state.shard_index, self.state.open_docs)
-        return {"docs": n, "tokens": total, "first": list(first), "end": list(last)}
+        return n, int(ends[-1]) if n else 0
 
     def _note_source(self, ordinal: int, warc: str, docs: int) -> None:
         src = self.state.sources

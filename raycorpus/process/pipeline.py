@@ -18,6 +18,7 @@ import numpy as np
 
 from raycorpus import counts as ck
 from raycorpus.config import Config
+from raycorpus.ingest.split import WarcPart, open_part
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import HtmlRecord, TextRecord, iter_html_records, iter_text_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
@@ -67,7 +68,8 @@ class WarcProcessor:
         if self.minhasher is not None:
             self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
 
-    def process(self, ordinal: int, url: str) -> WarcResult:
+    def process(self, ordinal: int, url: str, part: WarcPart | None = None) -> WarcResult:
+        """The WARC's result, or (``part``) the result of the records of one range of it."""
         t0 = time.perf_counter()
         counts: Counter = Counter()
         docs: list[Document] = []
@@ -77,7 +79,7 @@ class WarcProcessor:
         excluded: list[dict] = []
         failed: list[tuple[str, str]] | None = [] if self.tag else None
         clock = time.perf_counter_ns
-        with self.storage.open_read(url) as stream:
+        with open_part(self.storage, url, part) as stream:
             records = self.read_records(stream, counts, self.cfg.warc.max_record_bytes, self.cfg.warc.quirks_mode)
             while True:
                 t = clock()
@@ -91,8 +93,8 @@ class WarcProcessor:
                     continue
                 counts[ck.KEPT] += 1
                 docs.append(doc)
-            bytes_read = stream.tell()
-        if self.exclusions.enabled and excluded:
+            bytes_read = stream.tell() - (part.start if part else 0)
+        if self.exclusions.enabled and excluded:  # a WARC cut into ranges has none (the driver does not cut it)
             self._write_exclusions(ordinal, excluded)
         result = WarcResult(ordinal, url, docs, np.array(hashes, dtype=np.uint64), self._stack(sigs), counts,
                             bytes_read, 0.0)

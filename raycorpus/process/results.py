@@ -60,6 +60,17 @@ class WarcSummary:
     storage: StorageUse = field(default_factory=StorageUse)
     node: str = ""  # the Ray node it ran on (the run summary counts WARCs per node)
 
+    @classmethod
+    def joined(cls, parts: list[WarcSummary]) -> WarcSummary:
+        """The summary of a WARC cut into ranges, from its ranges' (in order): counts and sizes add up,
+        ``seconds`` is the workers' time on it, ``node`` the first range's."""
+        counts: Counter = Counter()
+        for p in parts:
+            counts.update(p.counts)
+        storage = StorageUse(sum(p.storage.retries for p in parts), sum(p.storage.throttled for p in parts))
+        return cls(parts[0].ordinal, parts[0].url, sum(p.docs for p in parts), sum(p.bytes_read for p in parts),
+                   round(sum(p.seconds for p in parts), 4), counts, storage, parts[0].node)
+
 
 @dataclass(slots=True)
 class DedupPayload:
@@ -69,6 +80,15 @@ class DedupPayload:
     signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash, None without near dedup
     eligible: np.ndarray | None = None  # tag mode: the documents filter mode would keep (only they take part)
     url_hashes: np.ndarray | None = None  # uint64 normalised-URL keys, None without URL dedup
+
+    @classmethod
+    def joined(cls, parts: list[DedupPayload]) -> DedupPayload:
+        """The dedup keys of a WARC cut into ranges, from its ranges' (in order)."""
+
+        def cat(arrays: list[np.ndarray | None]) -> np.ndarray | None:
+            return None if arrays[0] is None else np.concatenate(arrays)
+
+        return cls(*(cat([getattr(p, f) for p in parts]) for f in ("hashes", "signatures", "eligible", "url_hashes")))
 
     def rows(self, eligible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(hashes, signatures, URL keys) of the given documents (all when None)."""

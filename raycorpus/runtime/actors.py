@@ -10,6 +10,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from raycorpus.config import Config
+from raycorpus.ingest.split import WarcPart
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
@@ -70,11 +71,14 @@ class WarcWorker(Measured):
         return self.node_id
 
     @ray.method(num_returns=4)
-    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list[Document], DedupPayload, WarcTokens]:
+    def process(self, ordinal: int, url: str, part: WarcPart | None = None
+                ) -> tuple[WarcSummary, list[Document], DedupPayload, WarcTokens]:
+        """The WARC's results, or (``part``) those of one range of it (never in tag mode: the driver does not
+        cut a WARC whose worker writes a per-WARC file)."""
         stats = self.processor.storage.stats
         before = dict(stats)
-        result = self.processor.process(ordinal, url)
-        faults.point("processed", ordinal)
+        result = self.processor.process(ordinal, url) if part is None else self.processor.process(ordinal, url, part)
+        faults.point("processed", ordinal if part is None else f"{ordinal}.{part.index}")
         summary = result.summary()
         summary.storage = StorageUse(stats["retries"] - before["retries"], stats["throttled"] - before["throttled"])
         summary.node = self.node_id
@@ -84,7 +88,8 @@ class WarcWorker(Measured):
             write_tag_record(self.processor.storage, self.out_url, ordinal, TagRecord(
                 result.content_hashes, result.signatures, result.extract_failed or [], result.counts,
                 result.bytes_read, unwritable_texts([d.text for d in result.docs])))
-        staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded())
+        staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded(),
+                              part=None if part is None else part.index)
         return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), staged
 
 

@@ -9,8 +9,10 @@ builds the run summary.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Iterator
 
 import ray
 from ray.exceptions import GetTimeoutError, RayTaskError
@@ -32,8 +34,9 @@ from raycorpus.runtime.cluster import init_ray
 from raycorpus.runtime.committer import Committer
 from raycorpus.runtime.follow import Follower, accept_grown, manifest_lines
 from raycorpus.runtime.metrics import Metrics, RunState
-from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, WorkerPool, WorkSource, manifest_tasks
+from raycorpus.runtime.pool import ACTOR_LOST, Dispatcher, RunAborted, Task, WorkerPool, WorkSource, manifest_tasks
 from raycorpus.runtime.progress import Progress
+from raycorpus.runtime.split import ranges_per_warc, split_tasks
 
 __all__ = ["RunAborted", "RunInterrupted", "check_run_identity", "run_build"]
 
@@ -104,12 +107,18 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
         init_ray(cfg)
         if work is None:
-            work = WorkSource(total, lambda start: manifest_tasks(cfg, storage, start), WarcWorker,
+            work = WorkSource(total, functools.partial(_warc_tasks, cfg, storage, total), WarcWorker,
                               (_shared_resources(cfg, storage), ray.put(load_tokenizer(cfg.tokenizer).to_str())))
         follower = Follower(cfg, storage, ledger, lines) if follow and lines is not None else None
         return _Build(cfg, token_meta, work, ledger, lock, state, priors, follower).run(progress_mode)
     finally:
         lock.release()
+
+
+def _warc_tasks(cfg: Config, storage: Storage, total: int, start: int) -> Iterator[Task]:
+    """The manifest's WARCs from ``start`` on, each cut into ranges when ``run.split_warcs`` says so."""
+    ranges = ranges_per_warc(cfg, total - start, WorkerPool(cfg).target_size())
+    return split_tasks(manifest_tasks(cfg, storage, start), storage, ranges)
 
 
 def _manifest_size(cfg: Config, storage: Storage) -> int:
@@ -129,7 +138,8 @@ class _Build:
             follower.metrics = self.metrics  # its gauges beside the run's
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
         self.start = self.committer.next_commit
-        tasks = None if follower is not None else self.total - self.start  # following: more may come
+        left = self.total - self.start  # never more workers than tasks (WARCs, or their ranges); following: more come
+        tasks = None if follower is not None else left * ranges_per_warc(cfg, left, WorkerPool(cfg).target_size())
         self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=tasks)
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
                                      need_docs=self.committer.writers is not None)
@@ -225,6 +235,7 @@ class _Build:
             "tokens": c.position.tokens - c.first.tokens,
             "bytes_read": s.bytes_read,
             "processed": s.processed,
+            "warc_ranges": s.ranges,  # record ranges the processed WARCs were cut into (run.split_warcs; 0: none)
             "retried": s.retried,
             "wall_seconds": round(wall, 3),
             "startup_seconds": round(t_start - self.t_init, 3),

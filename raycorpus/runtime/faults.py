@@ -6,6 +6,7 @@ process that reached the point) exactly there, as a machine loss would:
 - ``before_write:<file name>``, e.g. ``ckpt-000000003.json``: the shards it counts durable, ledger not
 - ``after_write:<file name>``, e.g. ``shard-000001.tokens``: a shard's tokens written, its .idx/.json not
 - ``processed:<ordinal>``: a worker has read the WARC, nothing of it is returned or committed
+  (``processed:<ordinal>.<range>``: one range of a WARC cut into ranges)
 - ``write:<ordinal>``: only the document writer dies, at the start of the WARC's write (every time)
 - ``shard_write:<shard>``: only the shard writer dies, at the start of the shard's write (every time)
 

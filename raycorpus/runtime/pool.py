@@ -23,12 +23,14 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from raycorpus.config import Config
 from raycorpus.ingest.manifest import iter_input_entries
+from raycorpus.ingest.split import WarcPart
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import StagingError
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
 from raycorpus.runtime.actors import WarcWorker
 from raycorpus.runtime.metrics import Metrics
+from raycorpus.runtime.split import RangeGather
 
 try:  # Ray >= 2.10
     from ray.exceptions import ActorUnavailableError
@@ -53,6 +55,8 @@ class Task:
     error: str = ""
     started: float = 0.0  # monotonic time of the current attempt's dispatch
     timed_out: bool = False
+    part: WarcPart | None = None  # a WARC cut into ranges (run.split_warcs): this task is one of them
+    parts: int = 1  # the WARC's ranges
 
 
 @dataclass
@@ -80,6 +84,7 @@ class WorkSource:
 @dataclass
 class DispatchStats:
     processed: int = 0  # WARCs processed this run
+    ranges: int = 0  # of them, record ranges of WARCs cut into ranges (run.split_warcs)
     retried: int = 0
     bytes_read: int = 0
     by_node: Counter = field(default_factory=Counter)  # node id -> WARCs its workers processed
@@ -162,7 +167,9 @@ class WorkerPool:
         return min(self.ready, key=self.ready.get)
 
     def capacity(self) -> int:
-        return len(self.ready) * self.cfg.ray.in_flight_per_worker
+        """Tasks the pool takes now: ``in_flight_per_worker`` each, but one each while workers are still
+        starting (a small job's work would otherwise queue on the first worker ready while the others idle)."""
+        return len(self.ready) * (1 if self.starting else self.cfg.ray.in_flight_per_worker)
 
     def remove(self, actor) -> None:
         self.ready.pop(actor, None)
@@ -186,8 +193,9 @@ class Dispatcher:
         self.need_docs = need_docs
         self.inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
         self.retry_heap: list[tuple[float, int, Task]] = []
-        self.highest_dispatched = start - 1
+        self.peeked: Task | None = None  # the next task from ``tasks``, not sent yet (past the window)
         self.exhausted = False
+        self.gather = RangeGather(need_docs)  # the ranges of WARCs cut into ranges, until each WARC's last
         self.killed: set = set()  # workers killed for a timeout
         self.stats = DispatchStats()
 
@@ -208,13 +216,16 @@ class Dispatcher:
         self.tasks, self.exhausted = tasks, False
 
     def _next_task(self, window_end: int) -> Task | None:
-        if self.retry_heap and self.retry_heap[0][0] <= time.monotonic():
-            return heapq.heappop(self.retry_heap)[2]
-        if self.exhausted or self.highest_dispatched + 1 >= window_end:
+        while self.retry_heap and self.retry_heap[0][0] <= time.monotonic():
+            task = heapq.heappop(self.retry_heap)[2]
+            if not self.gather.dropped(task):  # a range of a WARC failed for good: not retried
+                return task
+        if self.peeked is None and not self.exhausted:
+            self.peeked = next(self.tasks, None)
+            self.exhausted = self.peeked is None
+        if self.peeked is None or self.peeked.ordinal >= window_end:
             return None
-        task = next(self.tasks, None)
-        if task is None:
-            self.exhausted = True
+        task, self.peeked = self.peeked, None
         return task
 
     def _dispatch(self, window_end: int) -> list[Finished]:
@@ -223,14 +234,14 @@ class Dispatcher:
             task = self._next_task(window_end)
             if task is None:
                 break
-            self.highest_dispatched = max(self.highest_dispatched, task.ordinal)
             if not task.url:  # a manifest line rejected as unsafe: never read, listed as failed in its place
                 out.append(Finished(task))
                 continue
             actor = self.pool.pick()
             task.attempts += 1
             task.started, task.timed_out = time.monotonic(), False
-            meta_ref, *data_refs = actor.process.remote(task.ordinal, task.url)
+            args = (task.ordinal, task.url) if task.part is None else (task.ordinal, task.url, task.part)
+            meta_ref, *data_refs = actor.process.remote(*args)
             self.inflight[meta_ref] = (task, actor, tuple(data_refs))
             self.pool.ready[actor] += 1
         return out
@@ -266,16 +277,23 @@ class Dispatcher:
                 if isinstance(getattr(e, "cause", None), StagingError):
                     raise e.cause from None  # the output cannot be written: stop, as the packer would
                 if (failed := self._failed(task, actor, e)) is not None:
-                    out.append(failed)
+                    out.append(self.gather.fail(failed) if task.parts > 1 else failed)
                 continue
+            item = Finished(task, summary, docs if self.need_docs else None, dedup, staged)
+            if task.parts > 1 and (item := self.gather.add(item)) is None:
+                continue  # a range: the WARC comes back when its last range is in
             self.stats.processed += 1
-            self.stats.by_node[summary.node] += 1
-            self.stats.bytes_read += summary.bytes_read
-            out.append(Finished(task, summary, docs if self.need_docs else None, dedup, staged))
+            self.stats.ranges += task.parts if task.parts > 1 else 0
+            self.stats.by_node[item.summary.node] += 1
+            self.stats.bytes_read += item.summary.bytes_read
+            out.append(item)
         return out
 
     def _failed(self, task: Task, actor, e: BaseException) -> Finished | None:
-        """Schedule a retry with backoff, or give the WARC up (returned as failed)."""
+        """Schedule a retry with backoff, or give the WARC up (returned as failed; a range of a WARC already
+        given up: None)."""
+        if self.gather.dropped(task):
+            return None
         task.error = (f"timed out after {self.cfg.warc.timeout_seconds:g} s (warc.timeout_seconds)"
                       if task.timed_out else error_text(e))
         if actor in self.killed and not task.timed_out:

@@ -141,7 +141,7 @@ class _Build:
         left = self.total - self.start  # never more workers than tasks (WARCs, or their ranges); following: more come
         tasks = None if follower is not None else left * ranges_per_warc(cfg, left, WorkerPool(cfg).target_size())
         self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=tasks)
-        self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.start, self.metrics,
+        self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.metrics,
                                      need_docs=self.committer.writers is not None)
 
     def run(self, progress_mode: str | None) -> dict:

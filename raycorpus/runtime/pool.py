@@ -185,7 +185,7 @@ class WorkerPool:
 class Dispatcher:
     """Feeds the pool from the manifest and hands back WARCs as they finish (in completion order)."""
 
-    def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], start: int, metrics: Metrics,
+    def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], metrics: Metrics,
                  need_docs: bool = True):
         """``need_docs``: the documents' text is written by the commit path (documents/, parquet, the dedup
         audit), so it is pulled with the tokens; else it stays where it was made."""

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pytest
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
-from tests.support.corpus import shard_digests
+from tests.support.corpus import shard_digests, wait_for_checkpoints
 from tests.support.servers import LocalHTTPServer
 
 PAGE = 4096
@@ -83,16 +82,6 @@ def _ctrl_c_reaches() -> None:
     background of a non-interactive shell (as CI may run pytest) inherits SIGINT ignored, and Python then
     keeps ignoring it, so without this the test's Ctrl-C would never reach the CLI."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
-    ledger = Ledger(Storage(), str(out))
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= n:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"the run ended (exit {proc.poll()}) or stalled before checkpoint {n}")
 
 
 def assert_clear_failure(r: subprocess.CompletedProcess, out: Path, os_error: str) -> None:

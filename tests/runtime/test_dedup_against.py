@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from raycorpus.cli.summary import format_summary
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerError
-from tests.support.corpus import make_config, run, shard_digests
+from tests.support.corpus import make_config, run, shard_digests, wait_for_checkpoints
 from tests.support.servers import LocalHTTPServer
 
 KINDS = ("url", "exact", "near")
@@ -154,16 +153,11 @@ def test_b_resumes_after_sigkill_to_the_same_bytes_and_refuses_a_changed_prior(c
             "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
         cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ledger = Ledger(Storage(), str(out))
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 1:
-                break
-            time.sleep(0.01)
+        wait_for_checkpoints(proc, out, 1)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         www.release()
-        assert 0 < ledger.load().next_ordinal < 4, "the driver was not killed mid-run"
+        assert 0 < Ledger(Storage(), str(out)).load().next_ordinal < 4, "the driver was not killed mid-run"
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert shard_digests(out) == shard_digests(b)

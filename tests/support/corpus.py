@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 from raycorpus.config import Config, config_from_dict
 from raycorpus.demo import SampleCrawl, write_sample_crawl
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.ledger import Ledger
 from raycorpus.process.prepare import train_tokenizer_from_input
 
 
@@ -72,3 +76,14 @@ def actor_pids(class_name: str) -> list[int]:
         except (OSError, IndexError):
             continue  # exited while we looked
     return pids
+
+
+def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
+    """Until the run at ``out`` has written ``n`` checkpoints; fails if it ends or stalls before."""
+    ledger = Ledger(Storage(), str(out))
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= n:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the run ended (exit {proc.poll()}) or stalled before checkpoint {n}")

@@ -22,7 +22,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import SHARDS_DIR, TOKENS_DIR
 from raycorpus.runtime.faults import FAULT_ENV
-from tests.support.corpus import actor_pids, shard_digests
+from tests.support.corpus import actor_pids, shard_digests, wait_until_no_actors
 from tests.support.servers import LocalHTTPServer
 
 N_WARCS = 8  # the crawl fixture's
@@ -89,6 +89,7 @@ def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, 
         first = subprocess.run(cmd, env={**os.environ, FAULT_ENV: KILL_POINTS[point]}, capture_output=True,
                                text=True, timeout=300)
         assert first.returncode == -signal.SIGKILL, f"the fault point was not reached: {first.stderr[-2000:]}"
+        wait_until_no_actors("WarcWorker")  # the killed job's workers may read on until Ray ends them: count after
         before = Ledger(Storage(), str(out)).load()
         fetched_before = {name: www.gets[f"/{name}"] for name in names}
         assert 0 < before.next_ordinal < N_WARCS and not before.complete
@@ -127,9 +128,8 @@ def _held_server(c):
 
 def _start_and_kill_actor(cmd: list[str], actor_class: str, kill_when) -> subprocess.Popen:
     """Start the CLI and SIGKILL its ``actor_class`` actor once ``kill_when()``; return the running CLI."""
+    wait_until_no_actors(actor_class)  # earlier runs' actors are still exiting: only this run's may be found
     deadline = time.monotonic() + 240
-    while actor_pids(actor_class) and time.monotonic() < deadline:
-        time.sleep(0.1)  # earlier runs' actors are still exiting: only this run's may be found
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pids: list[int] = []
     while time.monotonic() < deadline and proc.poll() is None and not (pids and kill_when()):

@@ -78,6 +78,15 @@ def actor_pids(class_name: str) -> list[int]:
     return pids
 
 
+def wait_until_no_actors(class_name: str, timeout: float = 240) -> None:
+    """Until no ``class_name`` actor lives on the test cluster: a SIGKILLed driver's actors end only when
+    Ray notices that their owner is gone, and until then they go on reading WARCs and staging tokens."""
+    deadline = time.monotonic() + timeout
+    while actor_pids(class_name):
+        assert time.monotonic() < deadline, f"the killed run's {class_name} actors did not end"
+        time.sleep(0.1)
+
+
 def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
     """Until the run at ``out`` has written ``n`` checkpoints; fails if it ends or stalls before."""
     ledger = Ledger(Storage(), str(out))

@@ -134,12 +134,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import itertools
 
     from raycorpus.ingest.manifest import iter_input_urls
-    from raycorpus.ingest.storage import Storage
     from raycorpus.process.prepare import prepare_tokenizer
 
     cfg = load_config(args.config)
     token_meta = prepare_tokenizer(cfg).meta()
-    warcs = args.warc or list(itertools.islice(
+    # WARCs named here go into manifests the benchmarks write elsewhere: relative paths would not resolve there
+    warcs = [w if "://" in w else str(Path(w).resolve()) for w in args.warc] or list(itertools.islice(
         iter_input_urls(cfg.input, Storage(cfg.storage)), args.warcs))
     if args.commit_path:
         return _bench_commit_path(args, cfg, token_meta, warcs)

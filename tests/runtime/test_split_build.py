@@ -20,7 +20,7 @@ from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import TOKENS_DIR
 from raycorpus.process.prepare import train_tokenizer_from_input
 from raycorpus.runtime.faults import FAULT_ENV
-from tests.support.corpus import make_config, run, shard_digests
+from tests.support.corpus import make_config, run, shard_digests, wait_until_no_actors
 from tests.support.paths import REPO
 
 

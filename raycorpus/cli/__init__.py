@@ -127,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("--replay", help="a `raycorpus bench --commit-path --save` JSON: head cores from its figures")
     pl.add_argument("--nodes", type=int, help="nodes in the cluster: LSH memory per node")
     pl.add_argument("--node-memory", type=float, default=64, help="GiB of memory per node (default 64)")
+    pl.add_argument("--against", action="append", metavar="OUTPUT",
+                    help="a finished output this crawl is deduplicated against (dedup.against; repeat for each): "
+                         "its indexed documents count in the LSH memory")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=_command("plan", "cmd_plan"))
     m = sub.add_parser("mix", help="mix built corpora by weights into a reproducible training order")

@@ -36,7 +36,9 @@ S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; craw
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
          efficiency: float | None = None, token_bytes: int = 2, extra_formats: int = 0, verify: bool = True,
          read_requests_per_warc: float = 1.2, replay: dict | None = None, nodes: int | None = None,
-         node_memory: float = 64 * 2**30) -> dict:
+         node_memory: float = 64 * 2**30, prior_docs: int = 0) -> dict:
+    """``prior_docs``: documents the earlier builds of ``dedup.against`` indexed; the shards load them before
+    this build's first WARC, so they count in the LSH memory and in what each shard reads at start."""
     chain = bench["chain"]
     n_bench = max(1, bench.get("input_warcs", chain["warcs"]) * bench.get("copies", 1))
     bytes_per_warc = chain.get("bytes_read", 0) / max(1, chain["warcs"])
@@ -59,7 +61,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     eff = efficiency or measured_eff or 0.85
     wall_s = warcs * cpu_s_per_warc / (workers * eff)
     kept = kept_per_warc * warcs
-    indexed = indexed_per_warc * warcs
+    indexed = indexed_per_warc * warcs + prior_docs
     per_doc = TABLE_BYTES_PER_DOC + (STORE_BYTES_PER_DOC if verify else 8)
     tokens = tokens_per_warc * warcs
     out = {
@@ -77,6 +79,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "wall_hours": round(wall_s / 3600, 2),
         "docs_kept": round(kept),
         "docs_indexed": round(indexed),
+        "docs_indexed_prior": prior_docs,
         "tokens": round(tokens),
         "output_bytes": round(tokens * token_bytes * (1 + extra_formats)),
         "lsh_shards": shards,
@@ -165,7 +168,9 @@ def format_plan(p: dict) -> str:
         f"crawl         {p['warcs']:,} WARCs: {p['core_hours']:,.0f} core-hours; {p['wall_hours']:,.1f} h wall "
         f"on {p['workers']:,} workers",
         f"output        {p['docs_kept']:,} documents, {p['tokens']:,} tokens, {p['output_bytes'] / 1e9:,.1f} GB",
-        f"dedup         {p['docs_indexed']:,} documents indexed, "
+        f"dedup         {p['docs_indexed']:,} documents indexed"
+        + (f" ({p['docs_indexed_prior']:,} of them by earlier builds, dedup.against)" if p["docs_indexed_prior"]
+           else "") + ", "
         f"{p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
         + (f", {p['index']['bytes_per_node'] / 2**30:,.1f} GiB per node" if "bytes_per_node" in p["index"] else ""),
         _index_line(p["index"]),
@@ -190,6 +195,7 @@ def format_plan(p: dict) -> str:
 def cmd_plan(args: argparse.Namespace) -> int:
     from raycorpus.ingest.manifest import count_manifest
     from raycorpus.ingest.storage import Storage
+    from raycorpus.process.dedup.prior import PriorError, indexed_docs
 
     try:
         bench = json.loads(Path(args.bench).read_text())
@@ -206,8 +212,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError):
         err(f"{args.replay}: not a `raycorpus bench --commit-path --save` JSON")
         return EXIT_USAGE
+    try:
+        prior_docs = sum(indexed_docs(Storage(), out) for out in args.against or [])
+    except PriorError as e:
+        err(str(e))
+        return EXIT_USAGE
     p = plan(bench, warcs=warcs, workers=args.workers, shards=args.shards, warc_bytes=args.warc_bytes,
              efficiency=args.efficiency, extra_formats=args.extra_formats, replay=replay, nodes=args.nodes,
-             node_memory=args.node_memory * 2**30)
+             node_memory=args.node_memory * 2**30, prior_docs=prior_docs)
     print(json.dumps(p, indent=1) if args.json else format_plan(p))
     return EXIT_OK

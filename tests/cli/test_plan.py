@@ -55,3 +55,19 @@ def test_plan_warns_about_the_bucket_and_the_cli_refuses_bad_input(tmp_path):
                         str(tmp_path / "missing.paths.gz")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not found" in r.stderr and "missing.paths.gz" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_earlier_builds_indexed_documents_count_in_the_lsh_memory(tmp_path):
+    alone = plan(BENCH, warcs=1000, workers=100, shards=4)
+    against = plan(BENCH, warcs=1000, workers=100, shards=4, prior_docs=2_000_000)
+    assert against["docs_indexed"] == alone["docs_indexed"] + 2_000_000 and against["docs_indexed_prior"] == 2_000_000
+    per_doc = TABLE_BYTES_PER_DOC + STORE_BYTES_PER_DOC
+    added = against["lsh_bytes_per_shard"] - alone["lsh_bytes_per_shard"]
+    assert added == pytest.approx(2_000_000 * per_doc / 4, abs=1)
+    assert against["index"]["resume_read_per_shard"] > alone["index"]["resume_read_per_shard"]
+    assert against["wall_hours"] == alone["wall_hours"] and against["tokens"] == alone["tokens"]  # nothing else
+    bench = tmp_path / "b.json"
+    bench.write_text(json.dumps(BENCH))
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(bench), "--warcs", "10", "--against",
+                        str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a raycorpus output" in r.stderr and "Traceback" not in r.stderr

@@ -209,3 +209,16 @@ def test_an_earlier_output_on_s3_is_read_in_place(crawl, built, halves, tmp_path
     assert shard_digests(tmp_path / "B") == shard_digests(b)  # the same bytes as against the local A
     assert s["this_run"]["dedup"]["shards"] == 2  # A's shard count
     assert objects() == before
+
+
+def test_plan_counts_what_an_earlier_output_indexed(built, tmp_path):
+    a, a_summary = built["A"]
+    bench = tmp_path / "b.json"
+    bench.write_text(json.dumps({"chain": {"warcs": 1, "docs_in": 100, "docs_kept": 50, "tokens": 10_000,
+                                           "bytes_read": 10**6, "ms_per_doc_total": 4.0}}))
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(bench), "--warcs", "10", "--against",
+                        str(a), "--against", str(a), "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    p = json.loads(r.stdout)
+    assert p["docs_indexed_prior"] == 2 * a_summary["this_run"]["dedup"]["indexed_docs"] > 0
+    assert p["docs_indexed"] == 10 * 50 + p["docs_indexed_prior"]

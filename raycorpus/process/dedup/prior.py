@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from raycorpus.ingest.storage import NotFound, Storage, join_url
-from raycorpus.output.ledger import Ledger, LedgerError
+from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.process.dedup.lsh import NO_MATCH
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.shardlog import FIELDS, ShardFiles, decode_inserts, shard_dir
@@ -109,6 +109,22 @@ def open_priors(storage: Storage, cfg: DedupConfig) -> list[PriorIndex]:
 
 
 def _open_prior(storage: Storage, out: str, number: int, offset: int, want: dict) -> PriorIndex:
+    run, state = _finished(storage, out)
+    if run.get("dedup_keys") != want:
+        raise PriorError(f"dedup.against: {out} was built with other dedup settings ({run.get('dedup_keys')}, this "
+                         f"build: {want}); its index cannot be shared (an output built before dedup.against existed "
+                         "does not record them)")
+    docnos = state.dedup[0].docnos
+    return PriorIndex(out, number, tuple(state.dedup), docnos, offset, ledger_fingerprint(storage, out))
+
+
+def indexed_docs(storage: Storage, out: str) -> int:
+    """How many documents a finished output's index holds (what ``dedup.against`` would load of it)."""
+    return _finished(storage, out)[1].dedup[0].docnos
+
+
+def _finished(storage: Storage, out: str) -> tuple[dict, LedgerState]:
+    """A finished output's run.json and last ledger state; PriorError if it is none, or has no whole index."""
     ledger = Ledger(storage, out)
     try:
         run = ledger.read_run()
@@ -119,14 +135,9 @@ def _open_prior(storage: Storage, out: str, number: int, offset: int, want: dict
     state = ledger.load()
     if not state.complete:
         raise PriorError(f"dedup.against: {out} is not finished (rerun its build to complete it first)")
-    if run.get("dedup_keys") != want:
-        raise PriorError(f"dedup.against: {out} was built with other dedup settings ({run.get('dedup_keys')}, this "
-                         f"build: {want}); its index cannot be shared (an output built before dedup.against existed "
-                         "does not record them)")
     if not state.dedup or any(s.upto != state.next_ordinal for s in state.dedup):
         raise PriorError(f"dedup.against: {out} has no complete per-shard dedup index")
-    docnos = state.dedup[0].docnos
-    return PriorIndex(out, number, tuple(state.dedup), docnos, offset, ledger_fingerprint(storage, out))
+    return run, state
 
 
 def against_changed(old: list | None, new: list | None) -> str:

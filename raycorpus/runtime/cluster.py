@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import signal
 import threading
@@ -10,6 +12,8 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycorpus.config import Config
+
+log = logging.getLogger("raycorpus")
 
 
 def init_ray(cfg: Config) -> None:
@@ -50,6 +54,19 @@ def _start_local(cfg: Config) -> None:
         _metrics_export_port=cfg.ray.metrics_export_port,
         log_to_driver=True,
     )
+    atexit.register(_stop_autoscaler_monitor)  # runs before Ray's own shutdown (registered earlier: LIFO)
+
+
+def _stop_autoscaler_monitor() -> None:
+    """At exit, a private local Ray's autoscaler monitor is killed first: it ignores the SIGTERM of
+    ``ray.shutdown()``, which then waits a whole second for it (1.0 of the 1.1-1.3 s shutdown, measured).
+    A one-node local Ray has nothing for it to scale or save. Ray's private API: a best effort."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    try:
+        for info in node.all_processes.get(ray._private.ray_constants.PROCESS_TYPE_MONITOR, []) if node else []:
+            info.process.kill()
+    except (AttributeError, OSError) as e:  # another Ray version: its own shutdown does it, a second slower
+        log.debug("autoscaler monitor not stopped early: %s", e)
 
 
 def on_this_node() -> NodeAffinitySchedulingStrategy:

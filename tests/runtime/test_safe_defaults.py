@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,36 @@ def test_a_locally_started_ray_listens_on_loopback_only(tmp_path):
     assert port in found, f"the metrics endpoint on {port} was not listening: {found}"
     exposed = {p: ip for p, ip in found.items() if not ip.removeprefix("::ffff:").startswith("127.")}
     assert not exposed, f"listening beyond loopback: {exposed}"
+
+
+@pytest.mark.integration  # starts a private Ray in a subprocess
+def test_a_run_on_a_private_ray_leaves_none_of_its_processes_behind(crawl, tmp_path):
+    """The CLI stops the autoscaler monitor of its private Ray itself at exit (ahead of ``ray.shutdown``,
+    which would wait a second for it): every process of that Ray is gone when the CLI has exited."""
+    import psutil
+
+    c, tok = crawl
+    ray_tmp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    (tmp_path / "c.json").write_text(json.dumps({
+        "input": {"manifest": str(c.manifest_path)}, "output": {"path": str(tmp_path / "out")},
+        "tokenizer": {"path": tok}, "ray": {"num_cpus": 1, "object_store_memory": 100 * 2**20},
+        "run": {"progress": "off"}}))
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_TMPDIR": ray_tmp}
+    try:
+        r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "run", str(tmp_path / "c.json")],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+        left = []
+        for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+            try:  # Ray's processes name the folder; its workers (cmdline `ray::...`) inherit RAY_TMPDIR
+                if ray_tmp in " ".join(proc.info["cmdline"] or []) or proc.environ().get("RAY_TMPDIR") == ray_tmp:
+                    left.append(proc.info)
+                    proc.kill()  # not to outlive the test
+            except psutil.Error:
+                continue  # gone while we looked, or not ours to read
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert r.returncode == 0 and "Started a local Ray instance" in r.stderr, r.stderr[-3000:]
+    assert not left, f"processes of the run's private Ray still running after it exited: {left}"
 
 
 def test_credentials_never_reach_output_or_logs(tmp_path, s3_server, ray_address):

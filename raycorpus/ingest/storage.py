@@ -29,10 +29,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, NamedTuple, TypeVar
 
-import boto3
-import botocore.exceptions as bexc
+import botocore.exceptions as bexc  # light (~10 ms); boto3 itself is imported when an S3 client is made
 from botocore import UNSIGNED
-from botocore.config import Config
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -395,6 +393,9 @@ class Storage:
                     extra["signature_version"] = UNSIGNED
                 if cfg.s3_endpoint_url:
                     extra["s3"] = {"addressing_style": "path"}
+                import boto3  # here, not at import: ~0.1-0.35 s that runs without S3 (and every actor) skip
+                from botocore.config import Config
+
                 config = Config(
                     # Retries are ours (_retrying): one backoff policy for S3 and HTTP, SlowDown-aware,
                     # and no retry quota that runs dry under a long spell of throttling.

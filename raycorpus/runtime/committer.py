@@ -60,12 +60,12 @@ class Committer:
                  state: LedgerState, priors: tuple = ()):
         self.cfg, self.token_meta, self.run_id, self.metrics = cfg, token_meta, run_id, metrics
         self.tag = cfg.filters.mode == "tag"
-        self.packer = self._start_packer()
+        self.packer = self._start_packer()  # starts while the writers and the LSH shards start
+        self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
+        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
-        self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
-        self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
         self.indexed = state.totals[ck.DEDUP_INDEXED]  # documents in the LSH index
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order

@@ -136,18 +136,19 @@ class _Build:
         self.metrics = Metrics(cfg.output.path)
         if follower is not None:
             follower.metrics = self.metrics  # its gauges beside the run's
-        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
-        self.start = self.committer.next_commit
-        left = self.total - self.start  # never more workers than tasks (WARCs, or their ranges); following: more come
+        # never more workers than tasks (WARCs, or their ranges); following, more come
+        left = self.total - state.next_ordinal
         tasks = None if follower is not None else left * ranges_per_warc(cfg, left, WorkerPool(cfg).target_size())
         self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=tasks)
+        self.pool.resize(force=True)  # the workers start (imports, models) while the commit path's actors do
+        self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
+        self.start = self.committer.next_commit
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.metrics,
                                      need_docs=self.committer.writers is not None)
 
     def run(self, progress_mode: str | None) -> dict:
         progress = None
         try:
-            self.pool.resize(force=True)
             self.pool.wait_until_any_ready()
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
             t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart

@@ -117,8 +117,12 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
 
 def _warc_tasks(cfg: Config, storage: Storage, total: int, start: int) -> Iterator[Task]:
     """The manifest's WARCs from ``start`` on, each cut into ranges when ``run.split_warcs`` says so."""
-    ranges = ranges_per_warc(cfg, total - start, WorkerPool(cfg).target_size())
-    return split_tasks(manifest_tasks(cfg, storage, start), storage, ranges)
+    return split_tasks(manifest_tasks(cfg, storage, start), storage, _ranges(cfg, total - start))
+
+
+def _ranges(cfg: Config, warcs: int) -> int:
+    """Ranges per WARC for a run of ``warcs`` WARCs on the pool's worker count (1: not cut)."""
+    return ranges_per_warc(cfg, warcs, WorkerPool(cfg).target_size())
 
 
 def _manifest_size(cfg: Config, storage: Storage) -> int:
@@ -138,7 +142,7 @@ class _Build:
             follower.metrics = self.metrics  # its gauges beside the run's
         # never more workers than tasks (WARCs, or their ranges); following, more come
         left = self.total - state.next_ordinal
-        tasks = None if follower is not None else left * ranges_per_warc(cfg, left, WorkerPool(cfg).target_size())
+        tasks = None if follower is not None else left * _ranges(cfg, left)
         self.pool = WorkerPool(cfg, work.worker, work.worker_args, tasks=tasks)
         self.pool.resize(force=True)  # the workers start (imports, models) while the commit path's actors do
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)

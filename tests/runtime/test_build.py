@@ -18,7 +18,14 @@ import pytest
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
-from tests.support.corpus import actor_pids, make_config, run, shard_digests
+from tests.support.corpus import (
+    actor_pids,
+    make_config,
+    run,
+    shard_digests,
+    wait_for_checkpoints,
+    wait_until_no_actors,
+)
 from tests.support.servers import LocalHTTPServer
 
 
@@ -90,11 +97,7 @@ def test_resume_after_sigkill_of_the_driver(reference, crawl, tmp_path, kill_at_
         cmd = [sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ledger = Ledger(Storage(), str(out))
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= kill_at_checkpoint:
-                break
-            time.sleep(0.01)
+        wait_for_checkpoints(proc, out, kill_at_checkpoint)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         www.release()
@@ -247,21 +250,16 @@ def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, craw
             "output": {"path": str(out), "shard_size_tokens": 5000},
             "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": 2},
             "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
+        wait_until_no_actors("LshShardActor")  # earlier tests' shard actors are still exiting: only this run's
         deadline = time.monotonic() + 240
-        while actor_pids("LshShardActor") and time.monotonic() < deadline:
-            time.sleep(0.1)  # earlier tests' shard actors are still exiting: only this run's may be found
         proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        ledger = Ledger(Storage(), str(out))
         pids: list[int] = []
         while time.monotonic() < deadline and proc.poll() is None and len(pids) < 2:
             pids = actor_pids("LshShardActor")
             time.sleep(0.02)
         assert len(pids) == 2, "the run did not start its two LSH shard actors"
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "ledger").exists() and len(ledger.checkpoint_urls()) >= 2:
-                break
-            time.sleep(0.01)
+        wait_for_checkpoints(proc, out, 2)
         os.kill(pids[0], signal.SIGKILL)
         www.release()
         _, stderr = proc.communicate(timeout=300)

@@ -35,9 +35,10 @@ ARTICLE_MIN_CHARS = 500
 _CONTAINERS = frozenset({"article", "div", "main", "section"})
 _BODY_TOKENS = re.compile(r"(?:entry|article|art|page|text)-content|article__content|article(?:-|__)?body|body-text"
                           r"|post[-_]?(?:text|body|content)|post-?entry|article-?text|^(?:post|entry)$", re.IGNORECASE)
-ARTICLE_BODY_QUERY = ", ".join(["[itemprop=articleBody]"] + [f"[{attr}*={word} i]" for attr in ("class", "id")
-                                                             for word in ("content", "body", "text", "entry")]
-                               + ["[class~=post]", "[class~=entry]"])
+# on the container tags only (`:is`: 22 matches a page instead of 40 on the bench pages, 0.20 ms instead of 0.29)
+ARTICLE_BODY_QUERY = "[itemprop=articleBody], :is(" + ", ".join(sorted(_CONTAINERS)) + "):is(" + ", ".join(
+    [f"[{attr}*={word} i]" for attr in ("class", "id") for word in ("content", "body", "text", "entry")]
+    + ["[class~=post]", "[class~=entry]"]) + ")"
 
 
 def _text_len(node: DOMNode) -> int:

@@ -33,8 +33,10 @@ ARTICLE_MIN_CHARS = 500
 # the class / id tokens of an article body (regex, case-insensitive) on these tags; the CSS query is a cheap superset
 # (one attribute-substring test per word: 160 selectors, one per tag and token, cost more than the extraction)
 _CONTAINERS = frozenset({"article", "div", "main", "section"})
+# searched in the whole class attribute at once: no alternative spans white space, so none matches across two tokens
 _BODY_TOKENS = re.compile(r"(?:entry|article|art|page|text)-content|article__content|article(?:-|__)?body|body-text"
-                          r"|post[-_]?(?:text|body|content)|post-?entry|article-?text|^(?:post|entry)$", re.IGNORECASE)
+                          r"|post[-_]?(?:text|body|content)|post-?entry|article-?text|(?:^|\s)(?:post|entry)(?:\s|$)",
+                          re.IGNORECASE)
 # on the container tags only (`:is`: 22 matches a page instead of 40 on the bench pages, 0.20 ms instead of 0.29)
 ARTICLE_BODY_QUERY = "[itemprop=articleBody], :is(" + ", ".join(sorted(_CONTAINERS)) + "):is(" + ", ".join(
     [f"[{attr}*={word} i]" for attr in ("class", "id") for word in ("content", "body", "text", "entry")]
@@ -57,8 +59,10 @@ def cut_after_article(body: DOMNode, min_chars: int = ARTICLE_MIN_CHARS) -> bool
         return False
     node = last
     while node is not None and node.tag != "body":
-        while node.next is not None:
-            node.next.decompose()
+        after = node.next
+        while after is not None:  # each sibling's wrapper made once (a resiliparse node wrapper costs a weakref)
+            after, gone = after.next, after
+            gone.decompose()
         node = node.parent
     return True
 
@@ -74,5 +78,5 @@ def _is_article_body(node: DOMNode) -> bool:
         return False
     if node.getattr("itemprop") == "articleBody":
         return True
-    return any(_BODY_TOKENS.search(token) for token in (node.getattr("class") or "").split()) \
+    return _BODY_TOKENS.search(node.getattr("class") or "") is not None \
         or _BODY_TOKENS.search(node.getattr("id") or "") is not None

@@ -33,6 +33,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
     from raycorpus.output.shards import canonical_json
     from raycorpus.process.prepare import prepare_tokenizer
     from raycorpus.process.tokenize import TokenizerError
+    from raycorpus.runtime.cluster import stop_ray
     from raycorpus.runtime.driver import RunAborted, RunInterrupted, run_build
 
     try:
@@ -62,6 +63,8 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
         os.environ["RAY_IGNORE_UNHANDLED_ERRORS"] = "1"
         err(f"run aborted: {e}")
         return EXIT_FAILED
+    finally:
+        stop_ray()
     if not quiet:
         print(format_summary(summary))
     if _budget_exceeded(cfg, summary):

@@ -15,6 +15,8 @@ from raycorpus.config import Config
 
 log = logging.getLogger("raycorpus")
 
+_owned = False  # init_ray called ray.init in this process (not a caller that had Ray running already)
+
 
 def init_ray(cfg: Config) -> None:
     """Join ``ray.address`` / RAY_ADDRESS if given, else start a private local Ray.
@@ -22,6 +24,7 @@ def init_ray(cfg: Config) -> None:
     Never a cluster nobody named: ``ray.init()`` without an address joins the latest cluster started
     on this machine (``ray start --head``), so a private Ray is asked for with ``address="local"``.
     """
+    global _owned
     if ray.is_initialized():
         return
     # ray.init installs its own SIGTERM handler (exit 15); keep the caller's (the CLI's: checkpoint, exit 130)
@@ -32,6 +35,7 @@ def init_ray(cfg: Config) -> None:
             ray.init(address=address, log_to_driver=True)
         else:
             _start_local(cfg)
+        _owned = True
     finally:
         if callable(previous):
             signal.signal(signal.SIGTERM, previous)
@@ -55,6 +59,18 @@ def _start_local(cfg: Config) -> None:
         log_to_driver=True,
     )
     atexit.register(_stop_autoscaler_monitor)  # runs before Ray's own shutdown (registered earlier: LIFO)
+
+
+def stop_ray() -> None:
+    """Leave the Ray that :func:`init_ray` joined or started (a joined cluster goes on; a private one stops).
+    Called when a command's work is done: ``ray.shutdown()`` at interpreter exit first waits 0.5 s for late
+    worker log lines, and every result is in by now."""
+    global _owned
+    if not _owned:
+        return
+    _owned = False
+    _stop_autoscaler_monitor()
+    ray.shutdown()
 
 
 def _stop_autoscaler_monitor() -> None:

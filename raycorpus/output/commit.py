@@ -51,7 +51,8 @@ class CorpusWriter:
         self.packer = ShardPacker(storage, out_url, shard_size_tokens, token_meta, self.state.packer, formats, ctx_len,
                                   closer)
         own = (SHARDS_DIR, OPEN_DIR, LEDGER_DIR, *self.packer.formats)
-        for url in [out_url] if whole_output else [join_url(out_url, folder) for folder in own]:
+        self.storage, self.own = storage, [join_url(out_url, folder) for folder in own]
+        for url in [out_url] if whole_output else self.own:
             storage.remove_partial_writes(url)  # half-written temp files of a killed writer
         if whole_output:  # no worker of this run is staging yet
             self.packer.remove_orphans()
@@ -122,7 +123,12 @@ class CorpusWriter:
         return self.progress()
 
     def finish(self) -> Position:
-        return self.checkpoint(complete=True)
+        """The last checkpoint; then every shard is written, so a temp file left in this writer's folders is
+        a shard-closing task's that died with its node mid-write (its shard was written again since)."""
+        position = self.checkpoint(complete=True)
+        for url in self.own:
+            self.storage.remove_partial_writes(url)
+        return position
 
     def progress(self) -> Position:
         p = self.state.packer

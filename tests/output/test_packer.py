@@ -182,3 +182,18 @@ def test_verify_passes_and_catches_damage(tmp_path):
     bad = {c.name: c for c in verify_output(Storage(), str(tmp_path)) if not c.ok}
     assert "tokens checksum" in bad["shards"].detail
     assert json.loads((tmp_path / "shards" / "shard-000001.json").read_text())["docs"] > 0
+
+
+def test_a_temp_file_left_by_a_lost_shard_writer_is_gone_when_the_run_finishes(tmp_path):
+    """A shard-closing task that dies with its node mid-write leaves a ``.tmp-`` file; the shard is written
+    again by its retry, and the finished output holds only what the reference holds."""
+    data = warcs()
+    build(tmp_path / "ref", data)
+    w = build(tmp_path / "run", data, stop_after=6)
+    stray = tmp_path / "run" / "shards" / ".tmp-shard-000002.idx.0123abcd"
+    stray.write_bytes(b"half a shard")
+    for i in range(6, len(data)):
+        commit(w, tmp_path / "run", i, data)
+    w.finish()
+    assert not stray.exists()
+    assert digest(tmp_path / "run") == digest(tmp_path / "ref")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
 from raycorpus import counts as ck
 from raycorpus.config import Config
@@ -71,6 +71,7 @@ class Committer:
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
         self.sent: deque[Sent] = deque()  # the resend log
         self.recoveries = {"packer": 0, "writer": 0}
+        self.lost: list[Task] = []  # WARCs whose results were lost before their commit: the pool redoes them
         self._stuck_at = (-1, 0)  # (packer position, recoveries there)
         self._checkpointed = (self.next_commit, time.monotonic())  # (position, when) of the last checkpoint call
         self._confirmed = self.position.durable_ordinal  # the shards know checkpoints up to here are durable
@@ -94,7 +95,13 @@ class Committer:
             if item.summary is None:
                 self.sent.append(Sent(item.task, None))
             else:
-                summary, verdict = self._decide(item) if self.dedup is not None else (item.summary, None)
+                try:
+                    summary, verdict = self._decide(item) if self.dedup is not None else (item.summary, None)
+                except ObjectLostError:  # its node died before the results reached the driver's node
+                    log.warning("WARC #%d: its results were lost with their node; processing it again",
+                                item.task.ordinal)
+                    self.lost.append(item.task)
+                    break
                 self.metrics.warc_committed(summary)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
                 keep = verdict.decision.keep if verdict is not None and not self.tag else None

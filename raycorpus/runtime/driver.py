@@ -204,6 +204,8 @@ class _Build:
             if self.committer.writers is not None:
                 self.committer.writers.resize(self.pool.most)
             self.committer.commit_ready()
+            while self.committer.lost:
+                self.dispatcher.redo(self.committer.lost.pop())
             if time.monotonic() - last_report > REPORT_SECONDS:
                 self._report(progress)
                 last_report = time.monotonic()
@@ -242,6 +244,7 @@ class _Build:
             "processed": s.processed,
             "warc_ranges": s.ranges,  # record ranges the processed WARCs were cut into (run.split_warcs; 0: none)
             "retried": s.retried,
+            "results_lost": s.results_lost,
             "wall_seconds": round(wall, 3),
             "startup_seconds": round(t_start - self.t_init, 3),
             "workers": self.pool.most,

@@ -86,6 +86,7 @@ class DispatchStats:
     processed: int = 0  # WARCs processed this run
     ranges: int = 0  # of them, record ranges of WARCs cut into ranges (run.split_warcs)
     retried: int = 0
+    results_lost: int = 0  # finished WARCs processed again: their results went with their node before commit
     bytes_read: int = 0
     by_node: Counter = field(default_factory=Counter)  # node id -> WARCs its workers processed
 
@@ -210,6 +211,12 @@ class Dispatcher:
         if not self.pool.ready:
             self.pool.wait_until_any_ready()
         return out
+
+    def redo(self, task: Task) -> None:
+        """Process a finished WARC again: its results were lost with their node before it was committed
+        (not an attempt of its own: the WARC did nothing wrong)."""
+        self.stats.results_lost += 1
+        heapq.heappush(self.retry_heap, (time.monotonic(), task.ordinal, task))
 
     def follow_on(self, tasks: Iterator[Task]) -> None:
         """Follow mode: the manifest grew; its new WARCs come from ``tasks``."""

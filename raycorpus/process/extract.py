@@ -103,7 +103,8 @@ class ExtractConfig(BaseModel):
     trim_head: bool = Field(True, description="drop the short lines before the first paragraph-like line but the "
                                               "last title-like one")
     drop_calls_to_action: bool = Field(True, description="drop short lines in the second half of the text that ask "
-                                                         "to subscribe, sign up, log in, follow or share")
+                                                         "to subscribe, sign up, log in, follow, share or support "
+                                                         "the site")
     fallback_chars: int = Field(250, ge=0, description="main content shorter than this: take the whole page's text "
                                                        "from its first to its last paragraph instead (0: never)")
     cut_after_article: bool = Field(True, description="drop what follows the last article-body element (class or "
@@ -249,16 +250,20 @@ _HEADING_PHRASES = r"""
 (?:related|similar|recommended|popular|trending|latest|recent|more|other)\s(?:posts?|articles?|stories|news|content
   |reading|topics|links|videos)
 |you\s(?:may|might|could)\s(?:also\s)?(?:like|enjoy|be\sinterested\sin)|read\s(?:more|next|also)|see\salso
+|explore\sfurther|à\sdécouvrir|(?:zum\s)?weiterlesen
 |more\s(?:from|on|about|in)\s.{1,40}|most\s(?:read|popular|viewed)|recommended(?:\sfor\syou)?|further\sreading
-|das\skönnte\s(?:dich|sie|ihnen)\s(?:auch\s)?interessieren|auch\sinteressant|auch\slesen|schon\sgelesen|siehe\sauch
+|(?:das|dies|diese[rs]?)\s(?:\w+\s)?könnte\s(?:dich|sie|ihnen)\s(?:auch\s)?interessieren|auch\sinteressant|auch\slesen|schon\sgelesen|siehe\sauch
 |(?:weitere|ähnliche|verwandte|neueste|aktuelle|beliebte|meistgelesene|passende)\s(?:artikel|beiträge|themen|news
   |nachrichten|meldungen|posts|links|informationen)
 |mehr\s(?:zum\sthema|zu\sdiesem\sthema|aus\s.{1,40}|von\s.{1,40}|zu\s.{1,40}|artikel|beiträge|news|themen|infos)
-|lesen\ssie\s(?:auch|mehr|weiter)|weiterführende\slinks|empfehlungen|top\sthemen
+|lesen\ssie\s(?:auch|mehr|weiter)(?:\s.{1,40})?|weiterführende\slinks|empfehlungen|top\sthemen
 |à\slire\saussi|vous\saimerez\saussi|articles\ssimilaires|lea\stambién|le\spuede\sinteresar|te\spuede\sinteresar
 |noticias\srelacionadas|leggi\sanche|potrebbe\sinteressarti|artigos\srelacionados|leia\stambém|lees\sook
 |(?:\d+\s)?(?:comments?|kommentare?|commentaires?|comentarios?|commenti|comentários|reacties|reactions?|responses?)
   (?:\s\(\d+\))?
+|(?:comments\s(?:are\s)?closed|kommentare\ssind\sgeschlossen|commentaires\sfermés|los\scomentarios\sestán\scerrados)
+|wie\s(?:bewerten|finden)\ssie\s(?:diesen|den)\s(?:artikel|beitrag)|war\sdieser\s(?:artikel|beitrag)\shilfreich
+|was\sthis\s(?:article|page|post)\shelpful|rate\sthis\s(?:article|post|page)
 |leave\sa\s(?:reply|comment)|post\s(?:a|your)\scomments?|add\s(?:a\s)?comment|write\sa\scomment
 |(?:schreibe|hinterlasse|hinterlassen\ssie)\s(?:jetzt\s)?(?:einen|eine)\s(?:kommentar|antwort)
 |kommentar\s(?:verfassen|schreiben|hinzufügen|abgeben)|kommentieren|laisser\sun\scommentaire|deja\sun\scomentario
@@ -277,7 +282,11 @@ _HEADING = re.compile(r"^[\W\d]*(?:" + _HEADING_PHRASES + r")[\s:.!?…»\u203a>
 _BOILERPLATE_LINE = re.compile(
     r"""^\W*(?:
     (?:read|see)\s(?:more|also)|lesen\ssie\s(?:auch|mehr|hier)|auch\slesen|mehr\szum\sthema|à\slire\saussi
-    |lea\s(?:también|más)|le\spuede\sinteresar|te\spuede\sinteresar|leia\stambém|leggi\sanche)\s*:.*
+    |lea\s(?:también|más)|le\spuede\sinteresar|te\spuede\sinteresar|leia\stambém|leggi\sanche
+    |vea\stambién|lee\stambién|ver\stambién|mira\stambién|veja\stambém|leia\smais|voir\saussi|lire\saussi
+    |vedi\sanche|lees\sook|zie\sook|lees\smeer|also\sread|related|(?:zum\s)?weiterlesen)\s*:.*
+    |^\W*(?:advertisements?|advertising|anzeigen?|werbung|publicidad|publicité|pubblicità|reklame|advertentie
+    |sponsored(?:\scontent)?)\W*$
     |^\W*(?:©|\(c\)\s|copyright\b).{0,200}$
     |^\W*(?:photo|foto|bild|image|picture|credits?|crédito|crédit|fotos?|bildquelle)\s*:.{0,120}$
     """,

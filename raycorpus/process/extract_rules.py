@@ -10,7 +10,8 @@ Each rule is general web boilerplate knowledge, not a fit to test pages:
   taken from its first to its last paragraph-like line instead (trafilatura's baseline fallback does
   the like).
 - ``drop_calls_to_action``: in the second half of the text, short lines asking the reader to
-  subscribe, sign up, log in, follow or share (newsletter boxes, social prompts, paywall notes).
+  subscribe, sign up, log in, follow, share, join a channel, download an app, enter an e-mail address or
+  support the site (newsletter boxes, social prompts, paywall and donation notes).
 
 Measured and left out (no gain on either reference set, or a loss on one, and slower): class / id
 vocabularies of trafilatura's ``OVERALL_DISCARD_XPATH`` as extra ``skip_selectors`` (navigation,
@@ -70,7 +71,12 @@ _CALL_TO_ACTION = re.compile(
     |anmelden|einloggen|eingeloggt|registriert?)\b
     |\b(?:follow|folge|folgen\ssie)\s(?:us|uns|me|mir)\b|síguenos|siguenos|suivez-nous|segue-nos|seguici
     |\b(?:us|uns|nous|nos|me|mir)\s(?:on|auf|en|in|sur|no|su)\s(?:facebook|twitter|instagram|telegram|whatsapp|linkedin|youtube|tiktok)\b
-    |\b(?:share|teilen|partager|compartir|compartilhe|condividi)\b[^?!]{0,40}[?!]""",
+    |\b(?:share|teilen|partager|compartir|compartilhe|condividi)\b[^?!]{0,40}[?!]
+    |\b(?:canal|kanal|channel)\b[^.!?]{0,25}\b(?:youtube|telegram|whatsapp)\b
+    |\b(?:youtube|telegram|whatsapp)[-\s]?(?:canal|kanal|channel)\b
+    |\bdownload\b[^.!?]{0,60}\bapps?\b|\b(?:enter|gib|geben\ssie)\s(?:your|deine|ihre)\s(?:e-?mail|email)
+    |\bif\syou\s(?:enjoyed|liked)\s(?:reading\s)?this\b|\bgefällt\s(?:dir|ihnen)\s(?:unser|dieser|der|das)\b
+    |\bunterstütze\b|\bsupport\s(?:us|our\s(?:work|journalism))\b""",
     re.IGNORECASE | re.VERBOSE,
 )
 
@@ -96,21 +102,23 @@ def trie_pattern(words: list[str]) -> str:
     return emit(trie)
 
 
-# a cheap test first: one of these words must be in the (lower-cased) line
+# a cheap test first: a line that asks for something holds one of these (lower-cased; no word spans a line)
 _CTA_WORDS = re.compile(trie_pattern(
     ["newsletter", "subscri", "sign up", "signup", "log in", "login", "regist", "abonn", "abón", "suscr", "anmeld",
      "einlogg", "eingelogg", "follow", "folge", "síguenos", "siguenos", "suivez", "segue-nos", "seguici", "facebook",
      "twitter", "instagram", "telegram", "whatsapp", "linkedin", "youtube", "tiktok", "share", "teilen", "partager",
-     "compart", "condivid"]))
+     "compart", "condivid", "download", "enter your", "gib deine", "geben sie ihre", "you enjoyed", "you liked",
+     "gefällt dir", "gefällt ihnen", "unterstütze", "support us", "support our"]))
 
 
 def drop_calls_to_action(text: str, after: float = 0.5, max_len: int = 300) -> str:
     """Drop lines shorter than ``max_len`` past ``after`` of the text that ask the reader to subscribe,
-    sign up, log in, follow or share (newsletter boxes, social prompts, paywall notes)."""
+    sign up, log in, follow, share, join a channel, download an app, enter an e-mail address or support the site."""
     cut = text.rfind("\n", 0, int(after * len(text))) + 1  # the tail: from the line holding that point on
     tail = text[cut:]
-    if not _CTA_WORDS.search(tail.lower()):
-        return text  # (most texts: one search)
-    kept = [line for line in tail.split("\n")
+    lines = tail.split("\n")
+    if not _CTA_WORDS.search("\n".join(line for line in lines if len(line) < max_len).lower()):
+        return text  # (most texts: one search, over the short lines only)
+    kept = [line for line in lines
             if len(line) >= max_len or not _CTA_WORDS.search(line.lower()) or not _CALL_TO_ACTION.search(line)]
     return text[:cut] + "\n".join(kept)

@@ -141,6 +141,26 @@ def test_clean_lines():
     assert clean_lines(text, 1.0).endswith("Other story")
 
 
+@pytest.mark.parametrize("line", ["VEA TAMBIÉN: Otra noticia del día", "Lees ook: Ander nieuws", "Related: Other story",
+                                  "Advertisement", "- Anzeige -", "PUBLICIDAD"])
+def test_see_also_and_ad_label_lines_go_anywhere(line):
+    body = "\n\n".join(PARAGRAPHS)
+    assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}\n\n{body}", 1.0).strip() == f"{PARAGRAPHS[0]}\n\n{body}"
+
+
+@pytest.mark.parametrize("heading", ["Explore further", "Das Thema könnte dich auch interessieren:",
+                                     "Lesen Sie auch die folgenden Beiträge:", "Comments are closed.",
+                                     "Wie bewerten Sie diesen Artikel?", "Was this article helpful?", "À découvrir"])
+def test_tail_headings_end_the_text(heading):
+    body = "\n\n".join(PARAGRAPHS)
+    assert clean_lines(f"{body}\n\n{heading}\n\nAnother story of the site", 0.7).strip() == body
+
+
+def test_an_ad_label_inside_a_sentence_stays():
+    line = "Advertisement revenue fell by a third, the company said on Monday."
+    assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}", 1.0).endswith(line)
+
+
 def test_trim_tail():
     body = "\n\n".join(PARAGRAPHS)
     assert trim_tail(f"{body}\n\nTags\n• cycling\n• city") == body

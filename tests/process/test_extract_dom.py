@@ -1,6 +1,7 @@
 """The DOM extraction rule (cut after the article body): on small pages where it matters, and on the shared
 reference pages (both sets: it must pay on one and hold on the other)."""
 
+import pytest
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -39,6 +40,25 @@ def test_without_a_body_class_the_last_long_article_element_is_the_body():
     text, _ = extract(html)
     assert text.endswith(PARAGRAPHS[-1]) and BIO not in text and TEASER not in text
     assert BIO in extract(html, cut_after_article=False)[0]
+
+
+@pytest.mark.parametrize("attr", ["class='story-body'", "class='StoryBody-sc-1x'", "class='itemBody'",
+                                  "class='w-richtext'", "class='cms-rich-text'", "class='news-text'",
+                                  "id='article_maincontent'", "class='fulltext'"])
+def test_story_item_and_rich_text_bodies_are_article_bodies(attr):
+    """News sites' story bodies, Joomla K2's ``itemBody``, CMS rich-text blocks, full-text containers."""
+    html = (f"<html><body><main><h1>Council approves new bike lanes</h1><div {attr}>{BODY}</div>"
+            f"<div class='box'><p>{BIO}</p></div></main></body></html>")
+    text, _ = extract(html)
+    assert text.endswith(PARAGRAPHS[-1]) and BIO not in text
+    assert BIO in extract(html, cut_after_article=False)[0]
+
+
+def test_a_rich_text_block_in_the_sidebar_is_no_article_body():
+    html = (f"<html><body><main><h1>Council approves new bike lanes</h1>{BODY}</main>"
+            f"<aside><div class='rich-text'><p>{PARAGRAPHS[0]}</p></div></aside></body></html>")
+    tree = HTMLTree.parse(html)
+    assert not cut_after_article(tree.body)  # under 500 characters: not the body, nothing cut
 
 
 def test_a_short_body_element_or_none_cuts_nothing():

@@ -44,6 +44,9 @@ def test_calls_to_action_in_the_second_half_go():
     "Siguenos en Telegram, Instagram, Facebook y Twitter", "Find us on Facebook", "Artikel gefallen? Jetzt teilen!",
     "Share this article with your friends!",
     "Du musst eingeloggt sein um Kommentare zu schreiben!",
+    "¡Mira lo que tiene nuestro canal de YouTube!", "Join our Telegram channel", "Download our app for iOS and Android",
+    "Gib deine E-Mail-Adresse ein, um diesem Blog zu folgen", "If you enjoyed reading this post, tell a friend",
+    "Gefällt dir unser Magazin?", "Unterstütze unabhängigen Journalismus", "Support our journalism today",
 ])
 def test_call_to_action_lines(line):
     assert drop_calls_to_action(f"{TEXT}\n{line}") == TEXT
@@ -53,6 +56,8 @@ def test_call_to_action_lines(line):
 def test_an_article_about_social_media_keeps_its_sentences():
     text = f"{TEXT}\nThe mayor said on Twitter that the lanes were only a first step."
     assert drop_calls_to_action(text) == text
+    text = f"{TEXT}\nThe mayor's office said the new app is available as a download for residents."
+    assert drop_calls_to_action(text) == text  # a sentence about an app asks for nothing
     long_line = "The council will share the results. " * 10  # long lines are paragraphs, never dropped
     assert drop_calls_to_action(f"{TEXT}\n{long_line}") == f"{TEXT}\n{long_line}"
 

@@ -294,24 +294,51 @@ _BOILERPLATE_LINE = re.compile(
 )
 
 
+# affiliate and advertising disclosures, anywhere in a line shorter than DISCLOSURE_MAX; each holds one of the hints
+# (lower-cased), which are looked for first
+_DISCLOSURE = re.compile(
+    r"""\baffiliate[-\s]?(?:links?|partner)|\benthält\s(?:werbung|affiliate)|\bwerbung\b[^.]{0,30}\benthält
+    |\b(?:may|might)\s(?:receive|earn|get)\s(?:a\s)?(?:small\s)?(?:compensation|commission)|advertising\sdisclosure
+    |\bunbezahlte\swerbung|\bthis\s(?:post|article|page)\s(?:contains|may\scontain)\sreferences\sto\sproducts""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_DISCLOSURE_HINTS = ("affiliate", "werbung", "compensation", "commission", "disclosure", "references to products")
+DISCLOSURE_MAX = 300
 _BLANK_RUN = re.compile(r"\n(?:[ \t]*\n){2,}")
 
 
 def clean_lines(text: str, cut_tail_at: float = 1.0) -> str:
-    """Drop boilerplate headings and lines; a boilerplate heading past ``cut_tail_at`` of the text ends it."""
+    """Drop boilerplate headings and lines (and short lines disclosing affiliate links or advertising); a
+    boilerplate heading past ``cut_tail_at`` of the text ends it."""
     out: list[str] = []
     pos, cut = 0, cut_tail_at * len(text)
-    for line in text.split("\n"):
+    disclosures = _lines_with_hints(text, _DISCLOSURE_HINTS)  # (most texts: none)
+    for i, line in enumerate(text.split("\n")):
         s = line.strip()
         pos += len(line) + 1
         if len(s) <= 80 and _HEADING.match(s):
             if pos > cut:
                 break
             continue
-        if _BOILERPLATE_LINE.match(s):
+        if _BOILERPLATE_LINE.match(s) or (i in disclosures and len(s) < DISCLOSURE_MAX and _DISCLOSURE.search(s)):
             continue
         out.append(line)
     return _BLANK_RUN.sub("\n\n", "\n".join(out))  # no gap of empty lines where lines went
+
+
+def _lines_with_hints(text: str, hints: tuple[str, ...]) -> set[int] | range:
+    """The numbers of the lines of ``text`` whose lower case holds one of ``hints`` (every line when lower-casing
+    changes the text's length, so offsets do not map)."""
+    lower = text.lower()
+    if len(lower) != len(text):
+        return range(text.count("\n") + 1)
+    found: set[int] = set()
+    for hint in hints:
+        at = lower.find(hint)
+        while at >= 0:
+            found.add(lower.count("\n", 0, at))
+            at = lower.find(hint, at + 1)
+    return found
 
 
 def trim_tail(text: str) -> str:

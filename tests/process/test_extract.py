@@ -156,6 +156,26 @@ def test_tail_headings_end_the_text(heading):
     assert clean_lines(f"{body}\n\n{heading}\n\nAnother story of the site", 0.7).strip() == body
 
 
+@pytest.mark.parametrize("line", [
+    "*Werbung. Dieser Beitrag enthält Werbung für eine Marke.", "Anzeige, enthält Affiliate Links",
+    "Advertising disclosure: We may receive compensation for some of the links in our stories.",
+    "This post contains references to products from one or more of our advertisers.",
+    "As an Amazon Associate we may earn a commission from qualifying purchases.",
+])
+def test_affiliate_and_advertising_disclosures_go_anywhere(line):
+    body = "\n\n".join(PARAGRAPHS)
+    assert clean_lines(f"{line}\n\n{body}", 1.0).strip() == body
+    assert clean_lines(f"{body}\n\n{line}", 1.0).strip() == body
+
+
+def test_a_paragraph_about_affiliate_marketing_stays():
+    long_line = ("Affiliate links are how many blogs pay their bills: the shop pays a commission on each sale, and "
+                 "readers rarely notice. ") * 3  # 300 characters or more: a paragraph, never dropped
+    sentence = "The agency said its income from compensation claims rose again."
+    text = f"{PARAGRAPHS[0]}\n\n{long_line}\n\n{sentence}"
+    assert clean_lines(text, 1.0) == text
+
+
 def test_an_ad_label_inside_a_sentence_stays():
     line = "Advertisement revenue fell by a third, the company said on Monday."
     assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}", 1.0).endswith(line)

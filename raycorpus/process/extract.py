@@ -289,9 +289,20 @@ _BOILERPLATE_LINE = re.compile(
     |sponsored(?:\scontent)?)\W*$
     |^\W*(?:©|\(c\)\s|copyright\b).{0,200}$
     |^\W*(?:photo|foto|bild|image|picture|credits?|crédito|crédit|fotos?|bildquelle)\s*:.{0,120}$
+    |^\W*(?:abbildung|abb\.|figure|fig\.)\s?\d{0,3}\s*:.{0,200}$
+    |^\W*(?:lea|puedes\sver|mira|lee\smás|te\srecomendamos|recomendado)\s*:.*
+    |^\W*(?:drucken|print(?:\sthis\s(?:page|article))?|seite\sdrucken|artikel\sdrucken|imprimer|imprimir|stampa
+    |zurück(?:\szur\s(?:übersicht|startseite))?|back(?:\sto\s(?:top|overview|home))?|nach\soben|to\stop
+    |bildergalerie|galerie|gallery)\W*$
+    |^\W*(?:this\s(?:entry|post)\swas\sposted\s|dieser\s(?:eintrag|beitrag)\swurde\s.{0,80}(?:veröffentlicht|abgelegt
+    |verschlagwortet)|der\sbeitrag\swurde\sam\s.{0,120}veröffentlicht|(?:erstellt|veröffentlicht)\sam\s.{5,60}\sund
+    \sabgelegt\sunter|posted\sin\s.{1,80}\s(?:tagged|bookmark\sthe\spermalink)).{0,300}$
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+# an image caption ending in its credit ("... | © AFP / Name"); looked for only in short lines holding a ©
+_CAPTION_CREDIT = re.compile(r"(?:\||\s)\s*©\s?[^.©]{1,60}$")
+CAPTION_MAX = 260
 
 
 # affiliate and advertising disclosures, anywhere in a line shorter than DISCLOSURE_MAX; each holds one of the hints
@@ -308,7 +319,8 @@ _BLANK_RUN = re.compile(r"\n(?:[ \t]*\n){2,}")
 
 
 def clean_lines(text: str, cut_tail_at: float = 1.0) -> str:
-    """Drop boilerplate headings and lines (and short lines disclosing affiliate links or advertising); a
+    """Drop boilerplate headings and lines (see-also links, ad labels, credits and captions, print / back links,
+    post meta lines; short lines disclosing affiliate links or advertising; image captions ending in a © credit); a
     boilerplate heading past ``cut_tail_at`` of the text ends it."""
     out: list[str] = []
     pos, cut = 0, cut_tail_at * len(text)
@@ -320,7 +332,8 @@ def clean_lines(text: str, cut_tail_at: float = 1.0) -> str:
             if pos > cut:
                 break
             continue
-        if _BOILERPLATE_LINE.match(s) or (i in disclosures and len(s) < DISCLOSURE_MAX and _DISCLOSURE.search(s)):
+        if _BOILERPLATE_LINE.match(s) or (i in disclosures and len(s) < DISCLOSURE_MAX and _DISCLOSURE.search(s)) \
+                or ("©" in s and len(s) <= CAPTION_MAX and _CAPTION_CREDIT.search(s)):
             continue
         out.append(line)
     return _BLANK_RUN.sub("\n\n", "\n".join(out))  # no gap of empty lines where lines went

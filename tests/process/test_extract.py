@@ -176,6 +176,26 @@ def test_a_paragraph_about_affiliate_marketing_stays():
     assert clean_lines(text, 1.0) == text
 
 
+@pytest.mark.parametrize("line", [
+    "This entry was posted in News and tagged cycling, city. Bookmark the permalink.",
+    "Der Beitrag wurde am Mittwoch, den 27. November 2019 um 15:21 Uhr veröffentlicht und wurde unter Allgemein "
+    "abgelegt.",
+    "Dieser Eintrag wurde veröffentlicht in Podcast und verschlagwortet mit Wissen.",
+    "Abbildung 4: klassische Schwachschicht.", "Figure 2: The lanes planned for 2025",
+    "Marco Odermatt, Ski-Star aus der Schweiz. © AFP / MARCO BERTORELLO",
+    "Lee Elder war mit Talent gesegnet. | © Augusta National/Getty Images",
+    "Drucken", "Zurück zur Übersicht", "Back to top", "PUEDES VER: Otra noticia del día",
+])
+def test_post_meta_captions_and_page_links_go(line):
+    body = "\n\n".join(PARAGRAPHS)
+    assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}\n\n{body}", 1.0).strip() == f"{PARAGRAPHS[0]}\n\n{body}"
+
+
+def test_a_sentence_with_a_copyright_sign_in_it_stays():
+    line = "The logo, © 1998 by the city, was redrawn for the new lanes and their signs."
+    assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}", 1.0).endswith(line)
+
+
 def test_an_ad_label_inside_a_sentence_stays():
     line = "Advertisement revenue fell by a third, the company said on Monday."
     assert clean_lines(f"{PARAGRAPHS[0]}\n\n{line}", 1.0).endswith(line)

@@ -194,6 +194,17 @@ def test_held_out_margin_check_scores_each_half_with_the_other_halfs_choice():
             assert tune[f["margin"]]["recall"] == max(tune[m]["recall"] for m in meets)
 
 
+def test_an_empty_half_scores_zero_instead_of_failing():
+    """``raycorpus eval --dedup-every`` larger than the set leaves a half with no document."""
+    from raycorpus.process.dedup import nearset
+    from raycorpus.process.dedup.neareval import document_level
+
+    ns = nearset.build(need_shared(SHARED / "data" / "extraction"), every=40)
+    empty = ns.subset(np.zeros(len(ns.texts), bool))
+    score = document_level(empty, DedupConfig(), rows=np.zeros((0, 1), np.uint32))
+    assert (score["docs"], score["tp"], score["fp"], score["fn"]) == (0, 0, 0, 0)
+
+
 def _reference_sketch(sk: OphSketch, shingles: np.ndarray) -> np.ndarray:
     """The sketch as first written (densification candidates drawn per try, values packed by shifts):
     the tabled densification and the packbits packing must give these words bit for bit."""

@@ -50,7 +50,7 @@ def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2, row
         decision, _ = dd.decide(ordinal, hashes, part)
         flagged.append(decision.kind != KEEP)
     return {"docs": len(ns.texts), "true_duplicates": int(ns.true_duplicate.sum()),
-            **_scores(np.concatenate(flagged), ns.true_duplicate)}
+            **_scores(np.concatenate(flagged) if flagged else np.zeros(0, bool), ns.true_duplicate)}
 
 
 MARGINS = (0.0, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015)

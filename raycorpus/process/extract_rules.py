@@ -23,6 +23,12 @@ from __future__ import annotations
 
 import re
 
+# the revision of the extraction rules' vocabularies (regexes, class names, here and in extract / extract_dom):
+# raised whenever a change to them changes the text extracted under the same config. An output records it, and a
+# resume under another revision is refused (its documents would come from two extractors).
+# 2: 2026-12-05 (story / rich-text article bodies, disclosures, captions, post meta lines ...)
+RULES_REVISION = 2
+
 _WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60]")
 _SENTENCE_END = re.compile(r"[.!?:;\"“”»«)\]。\uff01\uff1f」』]\s*$")
 

@@ -27,6 +27,7 @@ from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import build_summary
 from raycorpus.process.dedup.prior import against_changed, dedup_keys, open_priors
+from raycorpus.process.extract_rules import RULES_REVISION
 from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
@@ -67,6 +68,11 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
                 f"output {ledger.out_url} was started with a different {key} "
                 f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
             )
+    if "extract_rules" in old and old["extract_rules"] != run.get("extract_rules"):  # (outputs of before: unknown)
+        raise LedgerError(f"output {ledger.out_url} was extracted with the extraction rules of revision "
+                          f"{old['extract_rules']}; this raycorpus extracts with revision {run.get('extract_rules')}, "
+                          "so its documents would come from two extractors: finish it with the raycorpus that started "
+                          "it, or start a new output")
     if lines is not None and (old["warcs"], old.get("manifest_sha256")) != (run["warcs"], run["manifest_sha256"]):
         accept_grown(ledger, old, lines)
 
@@ -97,6 +103,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             **({"source": source} if source is not None else {}),
             **({"dedup_keys": dedup_keys(cfg.dedup)} if cfg.dedup.enabled else {}),
             **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
+            **({"extract_rules": RULES_REVISION} if work is None and cfg.input.format == "warc" else {}),
         }, lines)
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)

@@ -133,6 +133,29 @@ def test_resume_refuses_a_different_config(reference, crawl, tmp_path):
         run(make_config(str(c.manifest_path), str(ref_out), tok, output={"shard_size_tokens": 777}))
 
 
+def test_resume_refuses_an_output_extracted_with_other_rules(reference, crawl, tmp_path):
+    """run.json records the extraction rules' revision: an output started under another one is not continued with
+    these rules (its documents would come from two extractors); one from before the record is."""
+    import shutil
+
+    from raycorpus.output.ledger import LedgerError
+    from raycorpus.process.extract_rules import RULES_REVISION
+
+    c, tok = crawl
+    out = tmp_path / "out"
+    shutil.copytree(reference[0], out)
+    info = json.loads((out / "run.json").read_text())
+    assert info["extract_rules"] == RULES_REVISION
+    cfg = make_config(str(c.manifest_path), str(out), tok)
+    info["config_fingerprint"] = cfg.fingerprint()  # (the output's path is part of it)
+    (out / "run.json").write_text(json.dumps(info | {"extract_rules": RULES_REVISION - 1}))
+    with pytest.raises(LedgerError, match=f"revision {RULES_REVISION - 1}; this raycorpus extracts with revision"):
+        run(cfg)
+    (out / "run.json").write_text(json.dumps({k: v for k, v in info.items() if k != "extract_rules"}))
+    again = run(cfg)  # finished already: its summary, nothing read
+    assert again["warcs"] == reference[1]["warcs"] and again["this_run"]["processed"] == 0
+
+
 def test_s3_input_and_output_give_the_same_bytes(reference, crawl, s3_server):
     """Manifest, WARCs and output all on a real S3-compatible server (credentials from the environment)."""
     c, tok = crawl

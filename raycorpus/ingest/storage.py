@@ -573,6 +573,27 @@ class Storage:
             raise self._read_only("write", url)
         self._bump("bytes_written", written)
 
+    def create_new(self, url: str, data: bytes) -> bool | None:
+        """Write ``data`` to ``url`` only if nothing is there, in one step (local files: a hard link of a complete
+        temp file, which fails if the name exists). True: written; False: something was there; None: not offered
+        here (S3, HTTP, a file system without hard links), so the caller falls back to ``write_atomic``."""
+        if self._kind(url) != "local":
+            return None
+        directory, name = os.path.split(os.path.abspath(_local_path(url)))
+        staged = os.path.join(directory, f".tmp-{name}.{uuid.uuid4().hex}")
+        self._write_local(staged, lambda f: f.write(data))
+        try:
+            os.link(staged, os.path.join(directory, name))
+        except FileExistsError:
+            return False
+        except OSError:
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+        self._bump("bytes_written", len(data))
+        return True
+
     @staticmethod
     def _write_local(url: str, write: Callable[[BinaryIO], object]) -> int:
         """Temp file in the target's directory, fsync, rename over the target, fsync the directory."""

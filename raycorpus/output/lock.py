@@ -3,8 +3,10 @@
 The driver takes the lease at start (run id, host, pid, heartbeat), refreshes the heartbeat
 while it runs and deletes it at the end. Another run finding a lease refuses to start
 unless the lease is stale: its heartbeat older than ``lease_seconds``, or its process gone
-(same host). Two runs starting at the same moment both write and read back; the one whose
-id is not there refuses. The packer re-reads the lease before every checkpoint (fencing),
+(same host). On a local output with no lease, the lease is created in one step (a hard link
+that fails if the file exists), so of two runs starting at once one creates it and the other
+refuses. Elsewhere (S3), or when a stale lease is taken over, both write, wait 0.2 s and read
+back; the one whose id is not there refuses. The packer re-reads the lease before every checkpoint (fencing),
 so even a run that lost its lease without noticing cannot write the ledger.
 """
 
@@ -58,15 +60,23 @@ class OutputLock:
             return True
         return lock.get("host") == self.host and not _alive(int(lock.get("pid", 0)))
 
+    def _body(self) -> bytes:
+        return json.dumps({"run_id": self.run_id, "host": self.host, "pid": os.getpid(), "heartbeat": time.time(),
+                           "lease_seconds": self.lease}).encode()
+
     def _write(self) -> None:
-        body = {"run_id": self.run_id, "host": self.host, "pid": os.getpid(), "heartbeat": time.time(),
-                "lease_seconds": self.lease}
-        self.storage.write_atomic(self.url, json.dumps(body).encode())
+        self.storage.write_atomic(self.url, self._body())
 
     def acquire(self) -> None:
         held = self.read()
         if held and held.get("run_id") != self.run_id and not self._stale(held):
             raise OutputLocked(self._message(held))
+        if held is None:  # no lease: created in one step where the storage offers it (local files), nothing to settle
+            created = self.storage.create_new(self.url, self._body())
+            if created:
+                return
+            if created is False and (rival := self.read()) is not None and not self._stale(rival):
+                raise OutputLocked(self._message(rival))  # a rival's, created since the read
         self._write()
         time.sleep(0.2)  # a rival that read the same state writes now; the last write wins, the other refuses
         held = self.read()

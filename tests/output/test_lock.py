@@ -31,6 +31,47 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lease(tmp_path):
     OutputLock(Storage(), str(tmp_path)).acquire()  # free again
 
 
+def test_create_new_writes_once_and_only_where_nothing_is(tmp_path):
+    storage = Storage()
+    url = str(tmp_path / "sub" / "lock.json")
+    assert storage.create_new(url, b"first") is True
+    assert storage.create_new(url, b"second") is False
+    assert (tmp_path / "sub" / "lock.json").read_bytes() == b"first"
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["lock.json"]  # no temp file left
+    assert storage.create_new("s3://bucket/out/lock.json", b"x") is None  # not offered: write_atomic and settle
+
+
+_RIVAL = """
+import sys
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.lock import OutputLock, OutputLocked
+try:
+    OutputLock(Storage(), sys.argv[1]).acquire()
+    print("holds", flush=True)
+    sys.stdin.read()  # holds the lease (its process alive) until every rival has answered
+except OutputLocked:
+    print("refused", flush=True)
+"""
+
+
+def test_of_runs_starting_at_once_on_a_local_output_exactly_one_holds_it(tmp_path):
+    for attempt in range(3):
+        out = tmp_path / str(attempt)
+        procs = [subprocess.Popen([sys.executable, "-c", _RIVAL, str(out)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(4)]
+        answers = sorted(p.stdout.readline().strip() for p in procs)
+        for p in procs:
+            p.communicate(timeout=120)
+        assert answers == ["holds", "refused", "refused", "refused"], answers
+
+
+def test_a_torn_or_foreign_lock_file_is_no_lease(tmp_path):
+    (tmp_path / LOCK_FILE).write_text('{"run_id": "abc", "heart')
+    lock = OutputLock(Storage(), str(tmp_path))
+    lock.acquire()
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["run_id"] == lock.run_id
+
+
 def test_a_stale_lease_is_taken_over_and_fences_the_old_writer(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     old = OutputLock(Storage(), str(tmp_path))

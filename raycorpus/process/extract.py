@@ -9,10 +9,12 @@
    matched by ``skip_selectors`` (comment forms, author boxes, related posts, newsletter and
    cookie boxes ...), in C.
 3. Line rules (each switchable, see :mod:`raycorpus.process.extract_rules`): boilerplate headings
-   ("Related posts", "Kommentare", "Teilen") and lines ("Read more: ...", "© ...", "Foto: ...") are
-   dropped, such a heading in the last part of the text ends it; the short lines after the last
-   paragraph (tags, links, buttons) and before the first one but the title (menus, breadcrumbs,
-   dates) go; calls to subscribe / follow / share in the second half go.
+   ("Related posts", "Kommentare", "Teilen") and lines ("Read more: ...", "© ...", "Foto: ...",
+   "Advertisement", "Figure 2: ...", "This entry was posted in ...", affiliate / advertising
+   disclosures, captions ending in a © credit) are dropped, such a heading in the last part of the
+   text ends it; the short lines after the last paragraph (tags, links, buttons) and before the
+   first one but the title (menus, breadcrumbs, dates) go; calls to subscribe / follow / share /
+   download the app / support the site in the second half go.
 4. Rescue: when the text came out short, an element whose class resiliparse mistakes for a share /
    social widget but that holds several paragraphs (``<div class="entry share">``) loses that class
    and 2-3 run once more.

@@ -15,10 +15,13 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardSpec, write_shard
 from raycorpus.runtime import faults
 
-ACTOR_LOST = (RayActorError, ActorUnavailableError)
-# seconds before each resend of a shard's write lost with its actor (Ray needs a moment to restart the
-# actors of a lost node); after the last resend fails too, the run stops. Each send is also retried once by Ray.
+# seconds before each resend of a shard's write whose actor died (Ray restarts it); after the last resend dies too,
+# the run stops. Each send is also retried once by Ray.
 RESEND_PAUSES = (1.0, 2.0)
+# an actor on a node that stopped answering is "unavailable" until Ray declares the node dead (its health checks take
+# 15-30 s) and restarts the actor elsewhere: such writes are sent again every UNAVAILABLE_PAUSE seconds for this long
+UNAVAILABLE_SECONDS = 90.0
+UNAVAILABLE_PAUSE = 1.0
 log = logging.getLogger("raycorpus")
 
 
@@ -72,15 +75,19 @@ class ShardCloser:
             raise error
 
     def _result(self, spec: ShardSpec, ref: ray.ObjectRef) -> float:
-        for pause in RESEND_PAUSES:
+        deaths, deadline = 0, time.monotonic() + UNAVAILABLE_SECONDS
+        while True:
             try:
                 return ray.get(ref)
-            except ACTOR_LOST:
-                log.warning("shard writer lost while writing shard %d: written again in %.0f s", spec.index, pause)
-                time.sleep(pause)
-                self._turn = (self._turn + 1) % len(self.writers)
-                ref = self.writers[self._turn].write.remote(spec)
-        try:
-            return ray.get(ref)
-        except ACTOR_LOST as e:
-            raise ShardWritersLost(f"shard writer actors keep dying at shard {spec.index}: {e}") from None
+            except ActorUnavailableError as e:  # its node is not answering: not a death yet
+                if time.monotonic() > deadline:
+                    raise ShardWritersLost(f"shard writer actors keep dying at shard {spec.index}: {e}") from None
+                pause = UNAVAILABLE_PAUSE
+            except RayActorError as e:
+                if deaths == len(RESEND_PAUSES):
+                    raise ShardWritersLost(f"shard writer actors keep dying at shard {spec.index}: {e}") from None
+                pause, deaths = RESEND_PAUSES[deaths], deaths + 1
+            log.warning("shard writer lost while writing shard %d: written again in %.0f s", spec.index, pause)
+            time.sleep(pause)
+            self._turn = (self._turn + 1) % len(self.writers)
+            ref = self.writers[self._turn].write.remote(spec)

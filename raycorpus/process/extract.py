@@ -46,7 +46,14 @@ from resiliparse.parse.html import DOMNode, HTMLTree
 
 from raycorpus.ingest.warc import HtmlRecord
 from raycorpus.process.extract_dom import cut_after_article
-from raycorpus.process.extract_rules import drop_calls_to_action, is_paragraph, paragraph_span, trim_head
+from raycorpus.process.extract_rules import (
+    Caseless,
+    drop_calls_to_action,
+    exact_lower,
+    is_paragraph,
+    paragraph_span,
+    trim_head,
+)
 
 # an element holding three sibling paragraphs is an article container, whatever its class says
 _NOT_ARTICLE = ":not(:has(p ~ p ~ p))"
@@ -69,12 +76,32 @@ BOILERPLATE_SELECTORS: tuple[str, ...] = tuple(
     )
 )
 
+# one class or id value test at a selector's start (no quotes: a quoted value may hold a ``]``)
+_ATTRIBUTE_TEST = re.compile(r"\[(class|id)\s*[~|^$*]?=[^\]\"']*\]")
+
+
+def group_attribute_tests(selectors: tuple[str, ...]) -> list[str]:
+    """The same selectors, with those that begin with a class / id value test and end alike grouped into
+    ``[class]:is(test, test, ...)rest``: lexbor tests the attribute's presence once (an element keeps its class and
+    id apart) before the value tests, instead of looking the attribute up for each (0.06 ms a page less for the
+    default ``skip_selectors``; they match the same elements)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    kept: list[str] = []
+    for selector in selectors:
+        test = _ATTRIBUTE_TEST.match(selector)
+        if test is None or "," in selector:
+            kept.append(selector)
+        else:
+            groups.setdefault((test.group(1), selector[test.end():]), []).append(test.group(0))
+    return kept + [f"[{attr}]:is({', '.join(tests)}){rest}" for (attr, rest), tests in groups.items()]
+
+
 # class tokens resiliparse takes for share / social widgets (its social_cls_regex) on an article container
-_RESCUE_SELECTOR = ", ".join(
+_RESCUE_SELECTOR = ", ".join(group_attribute_tests(tuple(
     f"[class~={token} i]:has(p ~ p ~ p)"
     for token in ("share", "sharing", "social", "socialmedia", "follow", "like", "likes", "engagement",
                   "facebook", "twitter", "syndication")
-)
+)))
 _RESCUE_MAX = 8  # rescued elements per page (a page full of them is not an article)
 
 
@@ -155,7 +182,7 @@ class Extractor:
             comments=cfg.comments,
             post_meta=cfg.post_meta,
             hidden_elements=cfg.hidden_elements,
-            skip_elements=list(cfg.skip_selectors) or None,
+            skip_elements=group_attribute_tests(cfg.skip_selectors) or None,
         )
 
     def __call__(self, rec: HtmlRecord) -> tuple[str | None, str | None]:
@@ -279,9 +306,8 @@ _HEADING_PHRASES = r"""
 |zum\snewsletter\sanmelden|abonnieren|tags?|schlagworte|schlagwörter|stichworte|themen|kategorien?|categories
 |filed\sunder
 """
-_HEADING = re.compile(r"^[\W\d]*(?:" + _HEADING_PHRASES + r")[\s:.!?…»\u203a>)\-\u2013\u2014\d]*$",
-                      re.IGNORECASE | re.VERBOSE)
-_BOILERPLATE_LINE = re.compile(
+_HEADING = Caseless(r"^[\W\d]*(?:" + _HEADING_PHRASES + r")[\s:.!?…»\u203a>)\-\u2013\u2014\d]*$", re.VERBOSE)
+_BOILERPLATE_LINE = Caseless(
     r"""^\W*(?:
     (?:read|see)\s(?:more|also)|lesen\ssie\s(?:auch|mehr|hier)|auch\slesen|mehr\szum\sthema|à\slire\saussi
     |lea\s(?:también|más)|le\spuede\sinteresar|te\spuede\sinteresar|leia\stambém|leggi\sanche
@@ -300,7 +326,7 @@ _BOILERPLATE_LINE = re.compile(
     |verschlagwortet)|der\sbeitrag\swurde\sam\s.{0,120}veröffentlicht|(?:erstellt|veröffentlicht)\sam\s.{5,60}\sund
     \sabgelegt\sunter|posted\sin\s.{1,80}\s(?:tagged|bookmark\sthe\spermalink)).{0,300}$
     """,
-    re.IGNORECASE | re.VERBOSE,
+    re.VERBOSE,
 )
 # an image caption ending in its credit ("... | © AFP / Name"); looked for only in short lines holding a ©
 _CAPTION_CREDIT = re.compile(r"(?:\||\s)\s*©\s?[^.©]{1,60}$")
@@ -309,11 +335,11 @@ CAPTION_MAX = 260
 
 # affiliate and advertising disclosures, anywhere in a line shorter than DISCLOSURE_MAX; each holds one of the hints
 # (lower-cased), which are looked for first
-_DISCLOSURE = re.compile(
+_DISCLOSURE = Caseless(
     r"""\baffiliate[-\s]?(?:links?|partner)|\benthält\s(?:werbung|affiliate)|\bwerbung\b[^.]{0,30}\benthält
     |\b(?:may|might)\s(?:receive|earn|get)\s(?:a\s)?(?:small\s)?(?:compensation|commission)|advertising\sdisclosure
     |\bunbezahlte\swerbung|\bthis\s(?:post|article|page)\s(?:contains|may\scontain)\sreferences\sto\sproducts""",
-    re.IGNORECASE | re.VERBOSE,
+    re.VERBOSE,
 )
 _DISCLOSURE_HINTS = ("affiliate", "werbung", "compensation", "commission", "disclosure", "references to products")
 DISCLOSURE_MAX = 300
@@ -326,27 +352,31 @@ def clean_lines(text: str, cut_tail_at: float = 1.0) -> str:
     boilerplate heading past ``cut_tail_at`` of the text ends it."""
     out: list[str] = []
     pos, cut = 0, cut_tail_at * len(text)
-    disclosures = _lines_with_hints(text, _DISCLOSURE_HINTS)  # (most texts: none)
-    for i, line in enumerate(text.split("\n")):
-        s = line.strip()
+    lower = exact_lower(text)  # the rules match its lines (most texts), else the lines themselves
+    lines = text.split("\n")
+    keys = lines if lower is None else lower.split("\n")
+    rules = (_HEADING, _BOILERPLATE_LINE, _DISCLOSURE)
+    heading, boilerplate, disclosure = (rule.on(lower is not None) for rule in rules)
+    disclosures = _lines_with_hints(lower, _DISCLOSURE_HINTS) if lower is not None else range(len(lines))
+    for i, (line, key) in enumerate(zip(lines, keys, strict=True)):
+        s = key.strip()
         pos += len(line) + 1
-        if len(s) <= 80 and _HEADING.match(s):
+        if not s:  # (no rule matches an empty line)
+            out.append(line)
+            continue
+        if len(s) <= 80 and heading.match(s):
             if pos > cut:
                 break
             continue
-        if _BOILERPLATE_LINE.match(s) or (i in disclosures and len(s) < DISCLOSURE_MAX and _DISCLOSURE.search(s)) \
+        if boilerplate.match(s) or (i in disclosures and len(s) < DISCLOSURE_MAX and disclosure.search(s)) \
                 or ("©" in s and len(s) <= CAPTION_MAX and _CAPTION_CREDIT.search(s)):
             continue
         out.append(line)
     return _BLANK_RUN.sub("\n\n", "\n".join(out))  # no gap of empty lines where lines went
 
 
-def _lines_with_hints(text: str, hints: tuple[str, ...]) -> set[int] | range:
-    """The numbers of the lines of ``text`` whose lower case holds one of ``hints`` (every line when lower-casing
-    changes the text's length, so offsets do not map)."""
-    lower = text.lower()
-    if len(lower) != len(text):
-        return range(text.count("\n") + 1)
+def _lines_with_hints(lower: str, hints: tuple[str, ...]) -> set[int]:
+    """The numbers of the lines of the lower-cased text ``lower`` that hold one of ``hints``."""
     found: set[int] = set()
     for hint in hints:
         at = lower.find(hint)

@@ -29,6 +29,31 @@ import re
 # 2: 2026-12-05 (story / rich-text article bodies, disclosures, captions, post meta lines ...)
 RULES_REVISION = 2
 
+# the only characters on which ``re.IGNORECASE`` and ``str.lower`` disagree for the letters the rules' patterns use
+# (capital I with dot, dotless i, long s: checked over all of Unicode in the tests)
+_FOLD_EXCEPTIONS = re.compile("[\u0130\u0131\u017f]")
+
+
+def exact_lower(text: str) -> str | None:
+    """``text.lower()`` where a lower-case pattern matched case-sensitively in it finds what it finds with
+    ``re.IGNORECASE`` in ``text`` (line for line and character for character); None where it would not."""
+    return None if _FOLD_EXCEPTIONS.search(text) else text.lower()
+
+
+class Caseless:
+    """A case-insensitive regex of lower-case letters, compiled twice: case-sensitively for the text from
+    :func:`exact_lower` (2-3x faster: ``re`` skips case folding and tests each branch's first character) and with
+    ``re.IGNORECASE`` for any other text."""
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.lower = re.compile(pattern, flags)
+        self.any = re.compile(pattern, flags | re.IGNORECASE)
+
+    def on(self, lowered: bool) -> re.Pattern[str]:
+        """The pattern for text that is (``lowered``) or is not the output of :func:`exact_lower`."""
+        return self.lower if lowered else self.any
+
+
 _WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60]")
 _SENTENCE_END = re.compile(r"[.!?:;\"“”»«)\]。\uff01\uff1f」』]\s*$")
 

@@ -69,6 +69,17 @@ def test_a_short_body_element_or_none_cuts_nothing():
     assert not cut_after_article(tree.body) and BIO in tree.body.text
 
 
+def test_white_space_runs_count_as_one_character_beyond_the_first_2000():
+    """The length test reads the first 4 x 500 characters first; text past them still counts."""
+    spaced = f"<p>{PARAGRAPHS[0][:40]}{' ' * 2500}{PARAGRAPHS[1]}{PARAGRAPHS[2]}</p>"  # ~420 characters
+    page = f"<html><body><div class='post-content'>{spaced}{spaced}</div><p>{BIO}</p></body></html>"
+    tree = HTMLTree.parse(page)
+    assert cut_after_article(tree.body) and BIO not in tree.body.text  # two runs of spaces and ~840 characters
+    page = f"<html><body><div class='post-content'>{spaced}</div><p>{BIO}</p></body></html>"
+    tree = HTMLTree.parse(page)
+    assert not cut_after_article(tree.body) and BIO in tree.body.text  # 2,900 characters, but ~420 counted
+
+
 # ---------------------------------------------------------------- on the shared reference pages
 
 

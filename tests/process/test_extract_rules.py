@@ -1,13 +1,25 @@
 """The named extraction rules: each on a small page where it matters, and on the shared reference pages
 (where the rule changes pages, it removes more boilerplate snippets than it loses article snippets)."""
 
+import re
+
 import pytest
 
 from raycorpus.cli.evaluate import load_readability, load_trafilatura_eval, shipped_extract_fn, snippet_counts
-from raycorpus.process.extract import ExtractConfig
-from raycorpus.process.extract_rules import drop_calls_to_action, paragraph_span, trie_pattern, trim_head
+from raycorpus.process import extract as extract_module
+from raycorpus.process import extract_dom, extract_rules
+from raycorpus.process.extract import ExtractConfig, clean_lines
+from raycorpus.process.extract_rules import (
+    Caseless,
+    drop_calls_to_action,
+    exact_lower,
+    paragraph_span,
+    trie_pattern,
+    trim_head,
+)
 from tests.process.test_extract import EXTRACTION, PARAGRAPHS, extract, need
 
+LONG_S, DOTLESS_I = "\u017f", "\u0131"
 BODY = "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
 TEXT = "\n\n".join(PARAGRAPHS)
 
@@ -144,3 +156,59 @@ def test_the_new_rules_change_the_fingerprint_and_switched_off_keep_the_old_one(
     assert config_from_dict(raw).fingerprint() != config_from_dict(old).fingerprint()
     # the old values are left out of the hash: the same fingerprint as a config of before these fields
     assert all(without_keys["extract"][k] == v for k, v in RULES_OFF_AS_BEFORE.items())
+
+
+# ---------------------------------------------------------------- case-insensitive rules on lower-cased text
+
+
+def _caseless_patterns() -> list[Caseless]:
+    """Every rule pattern that takes the lower-case fast path, in the three extraction modules."""
+    return [value for module in (extract_module, extract_dom, extract_rules) for value in vars(module).values()
+            if isinstance(value, Caseless)]
+
+
+def test_the_lower_case_path_finds_what_ignorecase_finds_for_every_character():
+    """The fast path matches lower-case patterns case-sensitively in ``exact_lower(text)``. That is exact only if,
+    for each letter the patterns use, ``re.IGNORECASE`` matches the characters whose ``lower()`` is that letter, and
+    every character keeps its length: checked over all of Unicode, outside the characters ``exact_lower`` refuses."""
+    patterns = _caseless_patterns()
+    assert len(patterns) >= 4  # heading, boilerplate line, disclosure, article-body tokens
+    every = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000)
+    exact = "".join(ch for ch in every if exact_lower(ch) is not None)
+    assert len(exact) < len(every)  # capital I with dot, dotless i and long s are refused
+    assert all(len(ch.lower()) == 1 for ch in exact)
+    lowered: dict[str, set[str]] = {}
+    for ch in exact:
+        lowered.setdefault(ch.lower(), set()).add(ch)
+    for pattern in patterns:
+        source = re.sub(r"\\[a-zA-Z]", "", pattern.lower.pattern)  # without escapes (\W, \s, \b ...)
+        assert source == source.lower(), "a rule pattern's letters must be lower case"
+        for letter in {ch for ch in source if ch.isalpha()}:
+            assert set(re.findall(re.escape(letter), exact, re.IGNORECASE)) == lowered[letter], letter
+
+
+def test_text_with_a_long_s_or_a_dotless_i_takes_the_case_folding_path():
+    """``re.IGNORECASE`` folds the long s to s, ``str.lower`` does not: such a text must not be lower-cased."""
+    body = "\n\n".join(PARAGRAPHS)
+    see_also = f"{LONG_S}ee al{LONG_S}o"  # "see also" with long s: boilerplate to re.IGNORECASE
+    assert exact_lower(f"{see_also}: x") is None and exact_lower("Read more: \u0130stanbul") is None
+    for line in (f"{see_also}: another {LONG_S}tory", "READ MORE: \u0130stanbul'da yeni k\u00f6pr\u00fc",
+                 f"Related: \u00c7{DOTLESS_I}k{DOTLESS_I}\u015f"):
+        assert clean_lines(f"{body}\n\n{line}\n\n{body}", 1.0) == f"{body}\n\n{body}"
+    assert Caseless("see also").on(False).match(see_also) and not Caseless("see also").on(True).match(see_also)
+
+
+def test_the_rules_give_the_same_text_on_both_paths_on_real_pages():
+    """The lower-case path changes only the speed: on the reference pages the line rules keep the same lines when
+    the text is run through the case-folding path instead."""
+    need(EXTRACTION / "trafilatura-eval")
+    texts = [html for _, html, _ in load_trafilatura_eval(EXTRACTION / "trafilatura-eval", 8)]
+    raw = [extract(html, clean_lines=False, trim_tail=False, trim_head=False, drop_calls_to_action=False)[0] or ""
+           for html in texts]
+    marker = LONG_S  # a line holding a long s sends the text down the case-folding path
+    changed = 0
+    for text in raw:
+        fast, folded = clean_lines(text, 0.7), clean_lines(f"{text}\n{marker}", 0.7)
+        assert folded.removesuffix(marker).rstrip() == fast.rstrip()
+        changed += fast != text
+    assert changed > len(raw) // 4  # the rules did drop lines on these pages

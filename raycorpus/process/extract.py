@@ -139,7 +139,8 @@ class ExtractConfig(BaseModel):
     cut_after_article: bool = Field(True, description="drop what follows the last article-body element (class or "
                                                       "id entry-content, article-body, post-content ...): author "
                                                       "boxes, related stories, comments, footers")
-    max_depth: int = Field(256, ge=8, description="drop pages whose DOM is nested deeper (reason too_deep)")
+    max_depth: int = Field(256, ge=8, description="drop pages whose DOM is this many elements deep or deeper, "
+                                                  "counted from <html> (reason too_deep)")
     min_chars: int = Field(1, ge=1, description="drop documents whose extracted text is shorter")
     timeout_seconds: float = Field(10.0, gt=0, description="drop a page whose extraction takes longer (reason "
                                                            "timeout); a resiliparse call is interrupted when it "
@@ -171,7 +172,10 @@ class Extractor:
     def __init__(self, cfg: ExtractConfig):
         self.cfg = cfg
         self.min_chars = cfg.min_chars
-        self.depth_selector = " > ".join(["*"] * cfg.max_depth)
+        # max_depth elements from <html> down, so max_depth - 2 below <body>: a forward search from <body>, linear in
+        # the elements (a chain of max_depth ``*`` matched from every element up cost their summed depth: 0.14 vs
+        # 0.10 ms a page, and 18.8 vs 0.5 ms for 10,000 leaves 250 deep)
+        self.depth_test = ":has(> " + " > ".join(["*"] * (cfg.max_depth - 2)) + ")"
         self.options = dict(
             main_content=cfg.main_content,
             alt_texts=cfg.alt_texts,
@@ -197,7 +201,7 @@ class Extractor:
         try:
             tree = HTMLTree.parse(rec.html)
             body = tree.body
-            if body is not None and body.query_selector(self.depth_selector) is not None:
+            if body is not None and body.matches(self.depth_test):
                 return None, "too_deep"
             if body is not None:
                 self._prune(body)

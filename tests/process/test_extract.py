@@ -123,6 +123,18 @@ def test_a_huge_nested_page_is_dropped_not_hung():
     assert extract(shallow) == (PARAGRAPHS[0], None)
 
 
+@pytest.mark.parametrize("max_depth", [8, 256])
+def test_max_depth_counts_elements_from_html_down(max_depth):
+    """A page ``max_depth`` elements deep, counted from <html> down (<html> and <body> are two of them), is too deep;
+    one level less passes, however many elements sit at its deepest level."""
+    def nested(levels: int, leaves: int = 1) -> str:  # levels below <body>, the innermost being <p>
+        return "<html><body>" + "<div>" * (levels - 1) + f"<p>{PARAGRAPHS[0]}</p>" * leaves + "</div>" * (levels - 1)
+    assert extract(nested(max_depth - 3), max_depth=max_depth) == (PARAGRAPHS[0], None)
+    assert extract(nested(max_depth - 2), max_depth=max_depth) == (None, "too_deep")
+    wide = extract(nested(max_depth - 3, leaves=3), max_depth=max_depth)[0]  # several elements at the deepest level
+    assert wide is not None and wide.count(PARAGRAPHS[0]) == 3
+
+
 def test_min_chars_and_empty():
     assert extract("<html><body><nav><a href='/'>Home</a></nav></body></html>") == (None, "empty")
     assert extract(f"<p>{PARAGRAPHS[0]}</p>", min_chars=10_000) == (None, "empty")

@@ -53,6 +53,12 @@ class Caseless:
         """The pattern for text that is (``lowered``) or is not the output of :func:`exact_lower`."""
         return self.lower if lowered else self.any
 
+    def search(self, text: str) -> re.Match[str] | None:
+        """``re.IGNORECASE`` search in ``text`` (on its lower case where that is exact); for many lines of one text,
+        lower the text once and use :meth:`on`."""
+        lower = exact_lower(text)
+        return self.any.search(text) if lower is None else self.lower.search(lower)
+
 
 _WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60]")
 _SENTENCE_END = re.compile(r"[.!?:;\"“”»«)\]。\uff01\uff1f」』]\s*$")

@@ -196,6 +196,7 @@ def test_text_with_a_long_s_or_a_dotless_i_takes_the_case_folding_path():
                  f"Related: \u00c7{DOTLESS_I}k{DOTLESS_I}\u015f"):
         assert clean_lines(f"{body}\n\n{line}\n\n{body}", 1.0) == f"{body}\n\n{body}"
     assert Caseless("see also").on(False).match(see_also) and not Caseless("see also").on(True).match(see_also)
+    assert Caseless("see also").search(f"x {see_also}") and Caseless("see also").search("x SEE ALSO")  # either path
 
 
 def test_the_rules_give_the_same_text_on_both_paths_on_real_pages():

@@ -59,6 +59,27 @@ class InputConfig(_Model):
 MAX_STREAMING_SHARD_TOKENS = 2**29  # 2 GiB of uint32 tokens: under the 4 GiB of an MDS / litdata shard, with room
 
 
+class ReportConfig(_Model):
+    """``output.report``: the HTML report (``report.html``) and what the workers keep for it. ``report: false``
+    is ``report: {enabled: false}``. Never part of the config fingerprint: the shards do not depend on it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bool(cls, v: Any) -> Any:
+        return {"enabled": v} if isinstance(v, bool) else v
+
+    enabled: bool = Field(
+        True, description="write report.html into the output when a run or select finishes or is interrupted (for "
+        "the committed prefix); `raycorpus report OUTPUT` writes it at any time")
+    samples_passed: int = Field(
+        200, ge=0, le=100_000, description="documents that passed the filters kept for the report's document "
+        "browser, chosen by a hash of their record id (the same whatever the worker count); dedup then labels each "
+        "kept or duplicate")
+    samples_per_reason: int = Field(
+        20, ge=0, le=10_000, description="dropped documents kept per drop reason for the document browser")
+    sample_chars: int = Field(3000, ge=100, le=1_000_000, description="characters of each sampled document's text kept")
+
+
 class OutputConfig(_Model):
     path: str = Field(description="output folder or s3:// prefix")
     shard_size_tokens: int = Field(100_000_000, ge=1, description="close a shard once it holds this many tokens")
@@ -71,6 +92,7 @@ class OutputConfig(_Model):
         "(MosaicML streaming) or litdata/, and kept documents as documents/*.parquet; shards/ is always written",
     )
     ctx_len: int | None = Field(None, ge=1, le=2**24, description="sequence length of the packed format")
+    report: ReportConfig = Field(ReportConfig(), description="the HTML report and its document samples")
 
     @field_validator("format", mode="before")
     @classmethod
@@ -212,6 +234,7 @@ class Config(_Model):
         for k in ("ray", "run", "storage"):
             d.pop(k)
         d["input"].pop("limit")
+        d["output"].pop("report")  # what the report samples never changes the shards
         if d["input"]["prefix"] is None:  # a manifest, the only input before `prefix` existed: the same fingerprint
             d["input"].pop("prefix")
         if d["input"]["format"] == "warc":  # the only input before `format` existed: the same fingerprint

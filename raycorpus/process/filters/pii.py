@@ -36,10 +36,10 @@ _BACK = 4  # an address starts at most this many characters before its gate matc
 
 
 class PiiConfig(StageSettings):
-    email: bool = True
-    ip: bool = True
-    email_placeholder: str = "|||EMAIL_ADDRESS|||"
-    ip_placeholder: str = "|||IP_ADDRESS|||"
+    email: bool = Field(True, description="replace e-mail addresses with email_placeholder")
+    ip: bool = Field(True, description="replace public IPv4 and IPv6 addresses with ip_placeholder")
+    email_placeholder: str = Field("|||EMAIL_ADDRESS|||", description="text put in place of an e-mail address")
+    ip_placeholder: str = Field("|||IP_ADDRESS|||", description="text put in place of an IP address")
     max_replacements: int | None = Field(None, ge=0, description="drop documents with more replacements")
 
 

@@ -38,7 +38,8 @@ __all__ = [  # the built-in stages' settings, importable from here as before the
 
 class ExclusionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = False
+    enabled: bool = Field(
+        False, description="write dropped documents with their reason to exclusions/*.jsonl.zst")
     sample_rate: float = Field(1.0, gt=0, le=1, description="fraction of dropped documents written")
 
 
@@ -51,7 +52,8 @@ class FiltersConfig(BaseModel):
         None, description="the stages to run, in order (null: the default chain, FineWeb's funnel); stages that "
         "need the URL come before those that need the text",
     )
-    exclusions: ExclusionsConfig = ExclusionsConfig()
+    exclusions: ExclusionsConfig = Field(
+        ExclusionsConfig(), description="write the dropped documents and their reasons (not dedup's: see dedup.audit)")
     language_defaults: Literal["fineweb2", "none"] = Field(
         "fineweb2", description="per-language thresholds of the Gopher and FineWeb stages from FineWeb-2's "
         "published settings, and script-aware words for the languages that need them (a value written in a "

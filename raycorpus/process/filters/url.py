@@ -44,7 +44,8 @@ class UrlFilterConfig(StageSettings):
         default_factory=lambda: ["package:url_soft_banned_words.txt"],
         description="files of words; soft_banned_threshold or more distinct ones in the URL block it",
     )
-    soft_banned_threshold: int = Field(3, ge=1)
+    soft_banned_threshold: int = Field(
+        3, ge=1, description="distinct soft-banned words in a URL that block it")
     allow_domains: list[str] = Field(default_factory=list, description="files of domains never blocked")
     opt_out_domains: list[str] = Field(
         default_factory=list, description="files of domains that asked not to be used (always blocked)"

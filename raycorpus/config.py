@@ -115,7 +115,8 @@ class WarcConfig(_Model):
     quirks_mode: bool = Field(True, description="lenient fastwarc parsing of malformed records (ClueWeb, old crawls)")
     max_record_bytes: int = Field(8 * 2**20, ge=1024, description="skip HTTP payloads larger than this")
     max_attempts: int = Field(3, ge=1, description="tries per WARC before it is listed as failed")
-    retry_backoff_seconds: float = Field(2.0, ge=0)
+    retry_backoff_seconds: float = Field(
+        2.0, ge=0, description="wait before retrying a failed WARC: this x 2^(attempt - 1), jittered by 0.5-1.5")
     timeout_seconds: float = Field(
         3600.0, gt=0, description="a WARC still processing after this long is abandoned (its worker is killed and "
         "replaced) and retried: a hung read or pathological page cannot wedge a worker"
@@ -123,9 +124,9 @@ class WarcConfig(_Model):
 
 
 class TrainTokenizerConfig(_Model):
-    vocab_size: int = Field(8192, ge=256, le=2**20)
-    sample_docs: int = Field(20_000, ge=1)
-    min_frequency: int = Field(2, ge=1)
+    vocab_size: int = Field(8192, ge=256, le=2**20, description="vocabulary size of the trained BPE (EOS included)")
+    sample_docs: int = Field(20_000, ge=1, description="documents extracted from the first WARCs to train on")
+    min_frequency: int = Field(2, ge=1, description="a pair merged into a token must occur at least this often")
 
 
 class TokenizerConfig(_Model):
@@ -163,7 +164,7 @@ class RayConfig(_Model):
     num_cpus: int | None = Field(None, ge=1, description="CPUs of a locally started Ray (default: all)")
     workers: int | None = Field(None, ge=1, description="extraction actors (default: one per cluster CPU)")
     max_workers: int | None = Field(None, ge=1, description="upper bound when the pool grows with the cluster")
-    worker_cpus: float = Field(1.0, gt=0)
+    worker_cpus: float = Field(1.0, gt=0, description="CPUs each extraction worker reserves")
     writers: int | None = Field(
         None, ge=1, description="document writer actors (documents/, parquet, the dedup audit); default one per "
         "32 workers, re-checked with the pool; none when the output has no document files")
@@ -175,7 +176,8 @@ class RayConfig(_Model):
         None, ge=1, description="max WARCs finished but not yet committed (default 4 x workers)"
     )
     resize_interval_seconds: float = Field(10.0, gt=0, description="how often the pool re-checks cluster CPUs")
-    object_store_memory: int | None = Field(None, ge=75 * 2**20)
+    object_store_memory: int | None = Field(
+        None, ge=75 * 2**20, description="object store bytes of a locally started Ray (default: Ray's choice)")
     # a locally started Ray only (a joined cluster keeps its own settings): loopback unless asked otherwise
     loopback_only: bool = Field(
         True, description="a local Ray listens on 127.0.0.1 only (every port: metrics, dashboard, GCS, raylet)"
@@ -194,7 +196,9 @@ class RunConfig(_Model):
     checkpoint_interval_seconds: float = Field(
         30.0, ge=0, description="write a ledger checkpoint at most this often (0 = after every WARC)"
     )
-    progress: Literal["auto", "bar", "log", "off"] = "auto"
+    progress: Literal["auto", "bar", "log", "off"] = Field(
+        "auto", description="progress on stderr: a bar, a log line every 10 s or more, or nothing (auto: bar on a "
+        "terminal, else log)")
     follow_interval_seconds: float = Field(
         60.0, gt=0, description="with `raycorpus run --follow`: how often the manifest is read again for new lines"
     )
@@ -217,16 +221,16 @@ class RunConfig(_Model):
 
 
 class Config(_Model):
-    input: InputConfig
-    output: OutputConfig
-    tokenizer: TokenizerConfig
-    warc: WarcConfig = WarcConfig()
-    extract: ExtractConfig = ExtractConfig()
-    filters: FiltersConfig = FiltersConfig()
-    dedup: DedupConfig = DedupConfig()
-    storage: StorageConfig = StorageConfig()
-    ray: RayConfig = RayConfig()
-    run: RunConfig = RunConfig()
+    input: InputConfig = Field(description="what to read: a manifest of WARC / WET files, or a prefix")
+    output: OutputConfig = Field(description="where and what to write")
+    tokenizer: TokenizerConfig = Field(description="the tokenizer, and training one on the input")
+    warc: WarcConfig = Field(WarcConfig(), description="reading WARC files, and retrying them")
+    extract: ExtractConfig = Field(ExtractConfig(), description="main-content extraction from HTML")
+    filters: FiltersConfig = Field(FiltersConfig(), description="the quality chain")
+    dedup: DedupConfig = Field(DedupConfig(), description="URL, exact and near-duplicate removal")
+    storage: StorageConfig = Field(StorageConfig(), description="S3 and HTTP(S) connections and retries")
+    ray: RayConfig = Field(RayConfig(), description="the Ray cluster and the actors' sizes")
+    run: RunConfig = Field(RunConfig(), description="failure budget, checkpoints, progress, follow mode")
 
     def fingerprint(self) -> str:
         """Hash of every setting that changes the output (not parallelism or progress)."""

@@ -84,16 +84,25 @@ class StorageConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    s3_endpoint_url: str | None = None
-    s3_region: str | None = None
-    s3_anonymous: bool = False
-    max_attempts: int = Field(6, ge=1)  # consecutive tries of one request (or of one stretch of a read)
-    backoff_seconds: float = Field(0.5, gt=0)  # first retry after 1/2..1 of this, doubling per failure
-    throttle_backoff_seconds: float = Field(1.0, gt=0)  # after SlowDown / 503 / 429: 1..2 of this, doubling
-    backoff_max_seconds: float = Field(20.0, gt=0)  # cap of every backoff
-    timeout_seconds: float = Field(60.0, gt=0)
-    max_concurrency: int = Field(8, ge=1)  # requests in flight at once per Storage (multipart parts included)
-    multipart_threshold_bytes: int = Field(64 * 2**20, ge=5 * 2**20)
+    s3_endpoint_url: str | None = Field(
+        None, description="S3-compatible endpoint (MinIO, SeaweedFS, ...); default: AWS_ENDPOINT_URL, else AWS")
+    s3_region: str | None = Field(None, description="S3 region (default: boto3's configuration)")
+    s3_anonymous: bool = Field(False, description="unsigned S3 requests (public buckets), no credentials")
+    max_attempts: int = Field(
+        6, ge=1, description="tries of one request, or of one stretch of a read, before the storage error is "
+        "raised")
+    backoff_seconds: float = Field(
+        0.5, gt=0, description="after an error other than throttling a retry waits 0.5-1 x this, doubling per "
+        "failure")
+    throttle_backoff_seconds: float = Field(
+        1.0, gt=0, description="after SlowDown / 503 / 429 a retry waits 1-2 x this, doubling per failure")
+    backoff_max_seconds: float = Field(20.0, gt=0, description="cap of every backoff")
+    timeout_seconds: float = Field(60.0, gt=0, description="connect and read timeout of each request")
+    max_concurrency: int = Field(
+        8, ge=1, description="requests in flight at once per process (multipart parts included)")
+    multipart_threshold_bytes: int = Field(
+        64 * 2**20, ge=5 * 2**20, description="uploads of this size or more go as multipart uploads, each part "
+        "retried on its own")
 
 
 class StorageError(Exception):

@@ -22,11 +22,12 @@ class DedupConfig(BaseModel):
     rows: int | None = Field(None, ge=1, description="override the preset's rows per band")
     num_perm: int = Field(112, ge=1, le=1024, description="MinHash permutations (>= bands x rows)")
     ngram: int = Field(5, ge=1, le=64, description="words per shingle")
-    seed: int = Field(1, ge=0)
+    seed: int = Field(1, ge=0, description="seed of the MinHash permutations")
     verify: bool = Field(
         True, description="a band match is a duplicate only if the signatures' estimated Jaccard >= threshold"
     )
-    threshold: float = Field(0.8, gt=0, le=1)
+    threshold: float = Field(
+        0.8, gt=0, le=1, description="estimated Jaccard similarity from which a verified candidate is a duplicate")
     signature_bits: Literal[16, 32] = Field(
         16, description="bits of each MinHash value the index keeps to verify candidates (b-bit MinHash: 16 gives "
         "the precision and recall of 32 on the labelled set, at half the memory)")

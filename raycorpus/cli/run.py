@@ -11,11 +11,12 @@ from raycorpus.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_ST
 from raycorpus.config import Config, load_config
 
 if TYPE_CHECKING:
+    from raycorpus.output.summary import RunSummary
     from raycorpus.process.select import SelectSource
 
 
-def _budget_exceeded(cfg: Config, summary: dict) -> bool:
-    failed, total = summary["warcs"]["failed"], summary["warcs"]["total"]
+def _budget_exceeded(cfg: Config, summary: RunSummary) -> bool:
+    failed, total = summary.warcs.failed, summary.warcs.total
     budget = cfg.run.failure_budget
     allowed = budget if budget >= 1 else budget * total
     return failed > allowed
@@ -27,10 +28,9 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
     that tag-mode output instead of the WARCs (``raycorpus select``); ``follow``: ``run --follow``."""
     from raycorpus.cli.summary import format_summary
     from raycorpus.ingest.manifest import ManifestError
-    from raycorpus.ingest.storage import NotFound, Storage, StorageError, join_url
+    from raycorpus.ingest.storage import NotFound, Storage, StorageError
     from raycorpus.output.ledger import LedgerError
     from raycorpus.output.lock import OutputLocked
-    from raycorpus.output.shards import canonical_json
     from raycorpus.process.prepare import prepare_tokenizer
     from raycorpus.process.tokenize import TokenizerError
     from raycorpus.runtime.cluster import stop_ray
@@ -44,7 +44,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
             from raycorpus.runtime.select import select_work
 
             summary = run_build(cfg, encoder.meta(), progress, select_work(cfg, select), select.identity)
-        Storage(cfg.storage).write_atomic(join_url(cfg.output.path, "summary.json"), canonical_json(summary))
+        summary.write(Storage(cfg.storage), cfg.output.path)
     except (TokenizerError, LedgerError, ManifestError, OutputLocked) as e:
         err(str(e))
         return EXIT_USAGE
@@ -68,7 +68,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
     if not quiet:
         print(format_summary(summary))
     if _budget_exceeded(cfg, summary):
-        err(f"{summary['warcs']['failed']} WARCs failed, over the failure budget "
+        err(f"{summary.warcs.failed} WARCs failed, over the failure budget "
             f"({cfg.run.failure_budget}); they are listed above and in summary.json")
         return EXIT_FAILED
     return EXIT_OK

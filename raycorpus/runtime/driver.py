@@ -25,7 +25,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
-from raycorpus.output.summary import build_summary
+from raycorpus.output.summary import DedupStats, RunSummary, ThisRun, build_summary
 from raycorpus.process.dedup.prior import against_changed, dedup_keys, open_priors
 from raycorpus.process.extract_rules import RULES_REVISION
 from raycorpus.process.tagrecord import write_tag_config
@@ -78,7 +78,7 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
 
 
 def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
-              source: dict | None = None, follow: bool = False) -> dict:
+              source: dict | None = None, follow: bool = False) -> RunSummary:
     """Build (or resume) the corpus described by ``cfg``; return the run summary. ``work`` is what the pool
     works on (default: the manifest's WARCs and extraction workers; the replay benchmark and ``raycorpus
     select`` bring their own); ``source``: what select reads (a resume refuses another); ``follow``: once every
@@ -111,7 +111,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if state.complete and (state.next_ordinal < total or follow):  # a grown manifest: its new lines continue it
             state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
-            return build_summary(cfg, state, total, run_stats={"resumed_at": total, "processed": 0})
+            return build_summary(cfg, state, total, ThisRun(resumed_at=total, processed=0))
         init_ray(cfg)
         if work is None:
             work = WorkSource(total, functools.partial(_warc_tasks, cfg, storage, total), WarcWorker,
@@ -157,7 +157,7 @@ class _Build:
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.metrics,
                                      need_docs=self.committer.writers is not None)
 
-    def run(self, progress_mode: str | None) -> dict:
+    def run(self, progress_mode: str | None) -> RunSummary:
         progress = None
         try:
             self.pool.wait_until_any_ready()
@@ -172,7 +172,7 @@ class _Build:
             wall = time.monotonic() - t_start
             stats = self._run_stats(wall, t_start)
             cpu = {"driver": cpu_seconds(), **self._cpu()}
-            stats["cpu_seconds"] = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
+            stats.cpu_seconds = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
             return build_summary(self.cfg, self.ledger.load(), self.total, stats)
         except KeyboardInterrupt:
             if progress is not None:
@@ -240,28 +240,27 @@ class _Build:
         closing = _per_role({"shard_closing": [self.committer.packer]}, "closing_cpu_seconds", sum)
         return {**_cpu_by_role(self.committer.actors()), **closing}
 
-    def _run_stats(self, wall: float, t_start: float) -> dict:
+    def _run_stats(self, wall: float, t_start: float) -> ThisRun:
         c, s = self.committer, self.dispatcher.stats
         dedup = c.dedup
-        stats = {
-            "resumed_at": self.start,
-            "docs": c.position.docs - c.first.docs,
-            "tokens": c.position.tokens - c.first.tokens,
-            "bytes_read": s.bytes_read,
-            "processed": s.processed,
-            "warc_ranges": s.ranges,  # record ranges the processed WARCs were cut into (run.split_warcs; 0: none)
-            "retried": s.retried,
-            "results_lost": s.results_lost,
-            "wall_seconds": round(wall, 3),
-            "startup_seconds": round(t_start - self.t_init, 3),
-            "workers": self.pool.most,
-            "warcs_by_node": dict(s.by_node),
-            "actor_recoveries": c.recoveries,
-        }
-        if dedup is not None:
-            stats["dedup"] = _dedup_stats(dedup, dedup.prior_docs + self.ledger.load().totals[ck.DEDUP_INDEXED])
-        stats["peak_rss_mb"] = _peak_memory({"workers": list(self.pool.ready), **c.actors()})
-        return stats
+        return ThisRun(
+            resumed_at=self.start,
+            docs=c.position.docs - c.first.docs,
+            tokens=c.position.tokens - c.first.tokens,
+            bytes_read=s.bytes_read,
+            processed=s.processed,
+            warc_ranges=s.ranges,
+            retried=s.retried,
+            results_lost=s.results_lost,
+            wall_seconds=round(wall, 3),
+            startup_seconds=round(t_start - self.t_init, 3),
+            workers=self.pool.most,
+            warcs_by_node=dict(s.by_node),
+            actor_recoveries=c.recoveries,
+            dedup=None if dedup is None else _dedup_stats(
+                dedup, dedup.prior_docs + self.ledger.load().totals[ck.DEDUP_INDEXED]),
+            peak_rss_mb=_peak_memory({"workers": list(self.pool.ready), **c.actors()}),
+        )
 
 
 def _shared_resources(cfg: Config, storage: Storage) -> ray.ObjectRef:
@@ -290,23 +289,23 @@ def _cpu_by_role(groups: dict[str, list]) -> dict[str, float]:
     return _per_role(groups, "cpu_seconds", sum)
 
 
-def _peak_memory(groups: dict[str, list]) -> dict:
+def _peak_memory(groups: dict[str, list]) -> dict[str, float]:
     """Peak RSS per role (the largest of each group), in MB."""
     return {"driver": peak_rss_mb(), **_per_role(groups, "peak_rss_mb", max)}
 
 
-def _dedup_stats(dedup, docs: int) -> dict:
+def _dedup_stats(dedup, docs: int) -> DedupStats:
     shards = dedup.stats()
     table = sum(s["table_bytes"] for s in shards)
     sig = sum(s["signature_bytes"] for s in shards)
-    return {
-        "shards": len(shards),
-        "restarts": dedup.restarts,
-        "indexed_docs": docs,  # with dedup.against, the earlier outputs' documents too (prior_docs of them)
-        **({"prior_docs": dedup.prior_docs} if dedup.prior_docs else {}),
-        "indexed_docs_in_shards": sum(s["documents"] for s in shards),
-        "table_bytes": table,
-        "signature_bytes": sig,
-        "bytes_per_doc": round((table + sig) / docs, 1) if docs else None,
-        "start_reads": dedup.reads,  # per shard: its own files and the records of WARCs after them
-    }
+    return DedupStats(
+        shards=len(shards),
+        restarts=dedup.restarts,
+        indexed_docs=docs,  # with dedup.against, the earlier outputs' documents too (prior_docs of them)
+        prior_docs=dedup.prior_docs or None,
+        indexed_docs_in_shards=sum(s["documents"] for s in shards),
+        table_bytes=table,
+        signature_bytes=sig,
+        bytes_per_doc=round((table + sig) / docs, 1) if docs else None,
+        start_reads=dedup.reads,  # per shard: its own files and the records of WARCs after them
+    )

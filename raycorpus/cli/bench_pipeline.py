@@ -54,14 +54,14 @@ def bench_pipeline(cfg: Config, manifest: str, token_meta: dict, workers: list[i
             s = run_build(run_cfg, token_meta)
             if r:  # the first run warms caches and the object store
                 runs.append(s)
-        walls = [s["this_run"]["wall_seconds"] for s in runs]
-        docs_in = runs[0]["docs"]["in"]
+        walls = [s.this_run.wall_seconds for s in runs]
+        docs_in = runs[0].docs.in_
         results[str(n)] = {
             "docs_in": docs_in,
             "wall_seconds": round(statistics.median(walls), 3),
             "docs_per_second": round(docs_in / statistics.median(walls), 1),
-            "startup_seconds": round(statistics.median(s["this_run"]["startup_seconds"] for s in runs), 3),
-            "peak_rss_mb": runs[-1]["this_run"].get("peak_rss_mb", {}),
+            "startup_seconds": round(statistics.median(s.this_run.startup_seconds for s in runs), 3),
+            "peak_rss_mb": runs[-1].this_run.peak_rss_mb or {},
             "runs": len(runs),
         }
     return results

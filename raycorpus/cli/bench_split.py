@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from raycorpus.config import Config
+from raycorpus.output.summary import RunSummary
 
 VARIANTS = {  # name: (copies of the WARC in the manifest, workers, run.split_warcs)
     "1 WARC, 1 worker": (1, 1, "off"),
@@ -56,7 +57,7 @@ def _busy(out: Path, wall: float, workers: int) -> float:
     return Ledger(Storage(), str(out)).load().totals[ck.WORKER_MS] / 1000 / (wall * workers)
 
 
-def _run(cfg: Config, token_meta: dict, manifest: str, out: Path, workers: int, split) -> dict:
+def _run(cfg: Config, token_meta: dict, manifest: str, out: Path, workers: int, split) -> RunSummary:
     from raycorpus.runtime.driver import run_build
 
     run_cfg = cfg.model_copy(update={
@@ -79,12 +80,12 @@ def bench_split(cfg: Config, warc: str, token_meta: dict, repeats: int = 3) -> d
             for name, (copies, workers, split) in VARIANTS.items():
                 out = folder / f"out-{r}-{copies}-{workers}-{split}"
                 s = _run(cfg, token_meta, _manifest(warc, copies, folder), out, workers, split)
-                info[name] = {"docs_in": s["docs"]["in"], "warc_ranges": s["this_run"]["warc_ranges"],
-                              "shards": _shards_digest(out)}
+                run = s.this_run
+                info[name] = {"docs_in": s.docs.in_, "warc_ranges": run.warc_ranges, "shards": _shards_digest(out)}
                 if r:
-                    walls[name].append(s["this_run"]["wall_seconds"])
-                    starts[name].append(s["this_run"]["startup_seconds"])
-                    busy[name].append(_busy(out, s["this_run"]["wall_seconds"], workers))
+                    walls[name].append(run.wall_seconds)
+                    starts[name].append(run.startup_seconds)
+                    busy[name].append(_busy(out, run.wall_seconds, workers))
     med = {name: statistics.median(w) for name, w in walls.items()}
     runs = {name: {**info[name], "wall_seconds": round(med[name], 3), "runs": [round(w, 2) for w in walls[name]],
                    "startup_seconds": round(statistics.median(starts[name]), 3),

@@ -8,7 +8,6 @@ start-up and imports, Ray's start, the actors' start-up (model loads), the final
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from pathlib import Path
 import yaml
 
 from raycorpus.config import Config
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.summary import RunSummary
 
 
 def _run_once(cfg: Config, warcs: list[str], folder: Path) -> tuple[float, float]:
@@ -36,8 +37,7 @@ def _run_once(cfg: Config, warcs: list[str], folder: Path) -> tuple[float, float
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"raycorpus run failed ({r.returncode}): {r.stderr[-2000:]}")
-    summary = json.loads((folder / "out" / "summary.json").read_text())
-    return wall, summary["this_run"]["wall_seconds"]
+    return wall, RunSummary.read(Storage(), str(folder / "out")).this_run.wall_seconds
 
 
 def bench_startup(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:

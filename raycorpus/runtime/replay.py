@@ -31,6 +31,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import WarcTokens, stage_tokens
+from raycorpus.output.summary import RunSummary
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
@@ -126,7 +127,7 @@ def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], floa
 
 
 def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: ReplayPlan, out: str,
-                replay_workers: int) -> dict:
+                replay_workers: int) -> RunSummary:
     """One replay run into a fresh output: the run summary."""
     from raycorpus.runtime.driver import run_build
 
@@ -143,25 +144,25 @@ def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: 
     return run_build(run_cfg, token_meta, work=work)
 
 
-def figures(summary: dict, worker_ms: float) -> dict:
+def figures(summary: RunSummary, worker_ms: float) -> dict:
     """What one replay run shows: rates, head CPU per document, and the workers one head core feeds."""
-    run, docs = summary["this_run"], summary["docs"]
-    reached = docs["kept"] + sum(n for k, n in docs["dropped"].items() if k.startswith("dedup:"))
-    cpu = run["cpu_seconds"]
+    run, docs = summary.this_run, summary.docs
+    reached = docs.kept + sum(n for k, n in docs.dropped.items() if k.startswith("dedup:"))
+    cpu, wall = run.cpu_seconds, run.wall_seconds  # (a replay is a fresh run: both measured)
     head = cpu["driver"] + cpu.get("packer", 0.0)
-    head_us_per_page = head * 1e6 / max(1, docs["in"])
+    head_us_per_page = head * 1e6 / max(1, docs.in_)
     return {
-        "wall_seconds": run["wall_seconds"],
-        "pages_per_second": round(docs["in"] / run["wall_seconds"], 1),
-        "reached_dedup_per_second": round(reached / run["wall_seconds"], 1),
-        "kept_per_second": round(docs["kept"] / run["wall_seconds"], 1),
+        "wall_seconds": wall,
+        "pages_per_second": round(docs.in_ / wall, 1),
+        "reached_dedup_per_second": round(reached / wall, 1),
+        "kept_per_second": round(docs.kept / wall, 1),
         "head_cpu_us_per_doc_at_dedup": round(head * 1e6 / max(1, reached), 2),
         "head_cpu_us_per_page": round(head_us_per_page, 3),
         # off the head: the LSH shards' share of the decisions, the tasks that close token shards
         "lsh_shards_cpu_us_per_doc_at_dedup": round(cpu.get("lsh_shards", 0.0) * 1e6 / max(1, reached), 2),
-        "closing_cpu_us_per_kept_doc": round(cpu.get("shard_closing", 0.0) * 1e6 / max(1, docs["kept"]), 2),
-        "head_cpu_ms_per_warc": round(head * 1000 / max(1, run["processed"]), 2),
-        "reached_dedup_per_warc": round(reached / max(1, run["processed"]), 1),
+        "closing_cpu_us_per_kept_doc": round(cpu.get("shard_closing", 0.0) * 1e6 / max(1, docs.kept), 2),
+        "head_cpu_ms_per_warc": round(head * 1000 / max(1, run.processed), 2),
+        "reached_dedup_per_warc": round(reached / max(1, run.processed), 1),
         "cpu_seconds": cpu,
         "workers_per_head_core": round(worker_ms * 1000 / head_us_per_page) if head_us_per_page else None,
     }

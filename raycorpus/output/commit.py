@@ -16,6 +16,7 @@ import numpy as np
 from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
+from raycorpus.output.report_state import REPORT_DIR, state_name
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker, WarcTokens
 from raycorpus.process.results import WarcSummary
 
@@ -56,6 +57,7 @@ class CorpusWriter:
             storage.remove_partial_writes(url)  # half-written temp files of a killed writer
         if whole_output:  # no worker of this run is staging yet
             self.packer.remove_orphans()
+            self._remove_report_orphans()
         self.interval = checkpoint_interval_seconds
         self._entries: list[dict] = []
         self._last_ckpt = time.monotonic()
@@ -102,8 +104,10 @@ class CorpusWriter:
             self.checkpoint()
         return self.progress()
 
-    def checkpoint(self, complete: bool = False) -> Position:
-        """Make everything committed so far durable: closed shards first, then the ledger file."""
+    def checkpoint(self, complete: bool = False, report: bytes | None = None) -> Position:
+        """Make everything committed so far durable: closed shards first, then the ledger file. ``report``: the
+        report's data as of here (:class:`~raycorpus.output.report_state.ReportState`), written before the
+        ledger file that names it."""
         if not self._entries and not complete:
             return self.progress()
         if self.fence is not None:
@@ -114,7 +118,13 @@ class CorpusWriter:
                                                 self.state.dedup)
         self.state.complete = complete
         self.state.seq += 1
+        replaced = self.state.report
+        if report is not None:
+            self.state.report = state_name(self.state.seq)
+            self.storage.write_atomic(join_url(self.ledger.out_url, self.state.report), report)
         self.ledger.write_checkpoint(self.state, self._entries)
+        if replaced is not None and replaced != self.state.report:
+            self.storage.delete(join_url(self.ledger.out_url, replaced))
         self.packer.drop_obsolete()
         self.ledger.compact()
         self._entries = []
@@ -122,13 +132,20 @@ class CorpusWriter:
         self.durable_ordinal = self.state.next_ordinal
         return self.progress()
 
-    def finish(self) -> Position:
+    def finish(self, report: bytes | None = None) -> Position:
         """The last checkpoint; then every shard is written, so a temp file left in this writer's folders is
         a shard-closing task's that died with its node mid-write (its shard was written again since)."""
-        position = self.checkpoint(complete=True)
+        position = self.checkpoint(complete=True, report=report)
         for url in self.own:
             self.storage.remove_partial_writes(url)
         return position
+
+    def _remove_report_orphans(self) -> None:
+        """Report files no checkpoint names: a killed run's, written for a checkpoint it did not write."""
+        named = join_url(self.ledger.out_url, self.state.report) if self.state.report else None
+        for url in self.storage.list(join_url(self.ledger.out_url, REPORT_DIR)):
+            if url != named and url.rsplit("/", 1)[-1].startswith("state-"):
+                self.storage.delete(url)
 
     def progress(self) -> Position:
         p = self.state.packer

@@ -45,6 +45,7 @@ class LedgerState:
     failed: list[dict] = field(default_factory=list)
     complete: bool = False
     dedup: list[ShardFiles] | None = None  # each LSH shard's durable files (None: no per-shard files yet)
+    report: str | None = None  # the report's data as of this checkpoint (report/state-N.json.zst; None: none)
 
 
 @dataclass(frozen=True, order=True)
@@ -118,6 +119,7 @@ class Ledger:
             failed=last["failed"],
             complete=last.get("complete", False),
             dedup=[ShardFiles.from_json(d) for d in last["dedup_shards"]] if "dedup_shards" in last else None,
+            report=last.get("report"),
         )
 
     def compact(self, keep_last: int = KEEP_CHECKPOINTS, fanin: int = COMPACT_FANIN) -> None:
@@ -157,6 +159,8 @@ class Ledger:
         }
         if state.dedup is not None:
             body["dedup_shards"] = [d.to_json() for d in state.dedup]
+        if state.report is not None:
+            body["report"] = state.report
         self.storage.write_atomic(self.ckpt_url(state.seq), canonical_json(body))
 
     def iter_entries(self):

@@ -28,6 +28,7 @@ from raycorpus.process.document import Document
 from raycorpus.process.extract import Extractor
 from raycorpus.process.filters import Chain
 from raycorpus.process.hashing import folded, normalized_utf8
+from raycorpus.process.profile import ProfileRecorder, SampleBounds
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tokenize import TokenEncoder
 
@@ -63,14 +64,21 @@ class WarcProcessor:
         self.exclusions = cfg.filters.exclusions
         self.read_records = iter_text_records if cfg.input.format == "wet" else iter_html_records
         self.tag = self.chain is not None and self.chain.tag  # list extraction drops (`raycorpus select` reads them)
+        self.report = cfg.output.report
+        self.recorder: ProfileRecorder | None = None  # the WARC being processed's, when the output has a report
         d = cfg.dedup
         self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph") if d.near else None
         if self.minhasher is not None:
             self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
 
-    def process(self, ordinal: int, url: str, part: WarcPart | None = None) -> WarcResult:
-        """The WARC's result, or (``part``) the result of the records of one range of it."""
+    def process(self, ordinal: int, url: str, part: WarcPart | None = None,
+                bounds: SampleBounds | None = None) -> WarcResult:
+        """The WARC's result, or (``part``) the result of the records of one range of it. ``bounds``: per sample
+        pool, the largest key that can still enter the report's sample (from the head; None: any)."""
         t0 = time.perf_counter()
+        r = self.report
+        self.recorder = (ProfileRecorder(ordinal, r.samples_passed, r.samples_per_reason, r.sample_chars, bounds)
+                         if r.enabled else None)
         counts: Counter = Counter()
         docs: list[Document] = []
         hashes: list[int] = []
@@ -92,6 +100,8 @@ class WarcProcessor:
                 if doc is None or not self._hash(doc, counts, excluded, hashes, sigs, url_keys):
                     continue
                 counts[ck.KEPT] += 1
+                if self.recorder is not None:
+                    self.recorder.decided(doc, len(docs))
                 docs.append(doc)
             bytes_read = stream.tell() - (part.start if part else 0)
         if self.exclusions.enabled and excluded:  # a WARC cut into ranges has none (the driver does not cut it)
@@ -105,6 +115,8 @@ class WarcProcessor:
             t = clock()
             result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
             counts[TOKENIZE_NS] += clock() - t
+        if self.recorder is not None:
+            result.profile, self.recorder = self.recorder.finish(result.lengths), None
         result.seconds = time.perf_counter() - t0
         return result
 
@@ -129,7 +141,8 @@ class WarcProcessor:
                 return None
             doc = Document(text=text, url=rec.url, record_id=rec.record_id, date=rec.date,
                            metadata={"charset": rec.charset})
-        if self.chain and (reason := self.chain(doc, counts)):
+        signals = self.recorder.signal if self.recorder is not None else None
+        if self.chain and (reason := self.chain(doc, counts, signals)):
             self._exclude(excluded, doc.url, doc.record_id, doc, reason)
             return None
         return doc
@@ -166,7 +179,10 @@ class WarcProcessor:
         return np.stack(sigs) if sigs else np.empty((0, self.minhasher.width), np.uint32)
 
     def _exclude(self, out: list[dict], url: str, record_id: str, doc: Document | None, reason: str) -> None:
-        """Keep a sampled record of a dropped document (sampling is by record id: deterministic)."""
+        """A dropped record: into the report's profile, and a sampled record of it into the exclusions
+        (sampling is by record id: deterministic)."""
+        if self.recorder is not None:
+            self.recorder.dropped(url, record_id, reason, doc)
         if not self.exclusions.enabled:
             return
         h = hashlib.blake2b(record_id.encode(), digest_size=8).digest()

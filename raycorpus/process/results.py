@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from raycorpus.process.document import Document
+from raycorpus.process.profile import WarcProfile
 
 
 @dataclass(slots=True)
@@ -26,10 +27,11 @@ class WarcResult:
     lengths: np.ndarray | None = None  # uint64 tokens per document
     url_hashes: np.ndarray | None = None  # uint64 per doc: normalised-URL key for URL dedup (0: no URL), if on
     extract_failed: list[tuple[str, str]] | None = None  # tag mode: (url, reason) of each record extraction dropped
+    profile: WarcProfile | None = None  # what the report keeps of it (None: output.report off)
 
     def summary(self) -> WarcSummary:
         return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),
-                           Counter(self.counts))
+                           Counter(self.counts), profile=self.profile)
 
     def encoded(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(tokens, lengths), what the packer appends."""
@@ -59,6 +61,7 @@ class WarcSummary:
     counts: Counter  # Counter[counts.Key]
     storage: StorageUse = field(default_factory=StorageUse)
     node: str = ""  # the Ray node it ran on (the run summary counts WARCs per node)
+    profile: WarcProfile | None = None  # the report's histograms and samples (the committer takes it out)
 
     @classmethod
     def joined(cls, parts: list[WarcSummary]) -> WarcSummary:
@@ -68,8 +71,9 @@ class WarcSummary:
         for p in parts:
             counts.update(p.counts)
         storage = StorageUse(sum(p.storage.retries for p in parts), sum(p.storage.throttled for p in parts))
+        profile = WarcProfile.joined([p.profile for p in parts]) if parts[0].profile is not None else None
         return cls(parts[0].ordinal, parts[0].url, sum(p.docs for p in parts), sum(p.bytes_read for p in parts),
-                   round(sum(p.seconds for p in parts), 4), counts, storage, parts[0].node)
+                   round(sum(p.seconds for p in parts), 4), counts, storage, parts[0].node, profile)
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from raycorpus.process.document import Document
 from raycorpus.process.filters import Filter, FiltersConfig
 from raycorpus.process.filters.multilingual import language_settings, table_labels
 from raycorpus.process.filters.registry import stages
+from raycorpus.process.profile import ProfileRecorder, SampleBounds
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tagrecord import (
     CONFIG_FILE,
@@ -195,6 +196,7 @@ class SelectProcessor:
 
     def __init__(self, cfg: Config, source: SelectSource, encoder: TokenEncoder | None = None):
         self.cfg, self.source, self.encoder = cfg, source.path, encoder
+        self.report = cfg.output.report
         self.failed = source.failed  # ordinal -> error of the WARCs the tag run listed as failed
         self.storage = Storage(cfg.storage)
         enabled = cfg.filters.enabled_stages()
@@ -208,7 +210,9 @@ class SelectProcessor:
         # (stage index, language) -> its settings with FineWeb-2's values for the language, None if the same
         self.languages: dict[tuple[int, str], Any] | None = {} if cfg.filters.language_defaults == "fineweb2" else None
 
-    def process(self, ordinal: int, url: str) -> WarcResult:
+    def process(self, ordinal: int, url: str, part: None = None, bounds: SampleBounds | None = None) -> WarcResult:
+        """WARC ``ordinal``'s filter-mode result (select never cuts a WARC: ``part`` is None); ``bounds``: the
+        report's sample bounds."""
         t0 = time.perf_counter()
         if ordinal in self.failed:
             raise SelectError(f"the tag run listed this WARC as failed: {self.failed[ordinal]}")
@@ -218,24 +222,37 @@ class SelectProcessor:
             raise SelectError(f"WARC #{ordinal}: {len(docs)} documents but {len(rec.hashes)} hashes in the tag output")
         for i, text in rec.texts.items():  # what the document files could not hold exactly (lone surrogates)
             docs[i].text = text
+        r = self.report
+        recorder = (ProfileRecorder(ordinal, r.samples_passed, r.samples_per_reason, r.sample_chars, bounds)
+                    if r.enabled else None)
         counts = Counter({k: v for k, v in rec.counts.items() if not _redecided(k)})
         for page_url, reason in rec.failed:
-            if not self._url_drop(page_url, counts):
+            if not self._url_drop(page_url, counts, recorder):
                 counts[ck.drop("extract", reason)] += 1
-        kept = [i for i, doc in enumerate(docs) if not self._url_drop(doc.url, counts) and not self._drop(doc, counts)]
+                if recorder is not None:
+                    recorder.dropped(page_url, page_url, f"extract:{reason}", None)  # no record id kept: the URL
+        kept, out = [], []
+        for i, doc in enumerate(docs):
+            if not self._url_drop(doc.url, counts, recorder, doc) and not self._drop(doc, counts, recorder):
+                kept.append(i)
+                out.append(self._filter_mode_doc(doc))
+                if recorder is not None:
+                    recorder.decided(out[-1], len(out) - 1)
         if kept:
             counts[ck.KEPT] += len(kept)
-        out = [self._filter_mode_doc(docs[i]) for i in kept]
         sigs = rec.signatures[kept] if self.near and rec.signatures is not None else None
         result = WarcResult(ordinal, url, out, rec.hashes[kept].astype(np.uint64), sigs, counts, rec.bytes_read, 0.0)
         if self.url_dedup:  # the filter-mode worker's keys: the documents' URLs as the record gave them
             result.url_hashes = np.array([url_key(d.url) for d in out], dtype=np.uint64)
         if self.encoder is not None:
             result.tokens, result.lengths = self.encoder.encode([d.text for d in out])
+        if recorder is not None:
+            result.profile = recorder.finish(result.lengths)
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _url_drop(self, url: str, counts: Counter) -> bool:
+    def _url_drop(self, url: str, counts: Counter, recorder: ProfileRecorder | None = None,
+                  doc: Document | None = None) -> bool:
         """The URL stages under select's settings, as the live chain runs them in filter mode."""
         for stage in self.url_stages:
             try:
@@ -243,11 +260,14 @@ class SelectProcessor:
             except Exception:
                 reason = "error"
             if reason:
-                counts[_drop_key(stage, reason)] += 1
+                key = _drop_key(stage, reason)
+                counts[key] += 1
+                if recorder is not None:
+                    recorder.dropped(url, doc.record_id if doc is not None else url, key.label, None)
                 return True
         return False
 
-    def _drop(self, doc: Document, counts: Counter) -> bool:
+    def _drop(self, doc: Document, counts: Counter, recorder: ProfileRecorder | None = None) -> bool:
         """The text stages re-decided from the recorded signals, first drop wins (as in filter mode)."""
         meta = doc.metadata
         recorded = recorded_reasons(meta.get("would_drop") or [])
@@ -260,8 +280,14 @@ class SelectProcessor:
             if own is not None:
                 settings, suffix = own, f"[{lang}]"  # as the live chain names the language
             reason = cls.decide(meta, settings, recorded.get(cls.label()))
+            if recorder is not None:  # the signals the stage recorded, as the live chain reports them
+                for key in filter(stage_signal(cls), meta):
+                    recorder.signal(key, meta[key], lang if isinstance(lang, str) else None)
             if reason:
-                counts[_drop_key(cls, reason if reason == "error" else reason + suffix)] += 1
+                key = _drop_key(cls, reason if reason == "error" else reason + suffix)
+                counts[key] += 1
+                if recorder is not None:
+                    recorder.dropped(doc.url, doc.record_id, key.label, doc)
                 return True
         return False
 
@@ -277,6 +303,12 @@ class SelectProcessor:
     def _filter_mode_doc(self, doc: Document) -> Document:
         meta = {k: v for k, v in doc.metadata.items() if k not in TAG_ONLY and not self.signal_keys(k)}
         return Document(doc.text, doc.url, doc.record_id, doc.date, meta)
+
+
+def stage_signal(cls: type[Filter]):
+    """A predicate: is a metadata key one of the signals stage ``cls`` records (``gopher_quality.words``, or
+    one of its ``metadata_keys`` such as ``lang_score``)?"""
+    return lambda key: key.split(".", 1)[0] == cls.name or key in cls.metadata_keys
 
 
 def _redecided(key: ck.Key) -> bool:

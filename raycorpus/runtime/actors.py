@@ -22,6 +22,7 @@ from raycorpus.process.dedup.prior import PriorIndex, load_prior
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.profile import SampleBounds
 from raycorpus.process.results import DedupPayload, StorageUse, WarcResult, WarcSummary
 from raycorpus.process.select import SelectProcessor, SelectSource
 from raycorpus.process.tagrecord import TagRecord, unwritable_texts, write_tag_record
@@ -71,13 +72,14 @@ class WarcWorker(Measured):
         return self.node_id
 
     @ray.method(num_returns=4)
-    def process(self, ordinal: int, url: str, part: WarcPart | None = None
+    def process(self, ordinal: int, url: str, part: WarcPart | None = None, bounds: SampleBounds | None = None
                 ) -> tuple[WarcSummary, list[Document], DedupPayload, WarcTokens]:
         """The WARC's results, or (``part``) those of one range of it (never in tag mode: the driver does not
-        cut a WARC whose worker writes a per-WARC file)."""
+        cut a WARC whose worker writes a per-WARC file). ``bounds``: the report's sample bounds (see
+        :mod:`raycorpus.process.profile`)."""
         stats = self.processor.storage.stats
         before = dict(stats)
-        result = self.processor.process(ordinal, url) if part is None else self.processor.process(ordinal, url, part)
+        result = self.processor.process(ordinal, url, part, bounds)
         faults.point("processed", ordinal if part is None else f"{ordinal}.{part.index}")
         summary = result.summary()
         summary.storage = StorageUse(stats["retries"] - before["retries"], stats["throttled"] - before["throttled"])
@@ -226,12 +228,12 @@ class PackerActor(Measured):
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)
 
-    def checkpoint(self, flushes: list | None = None) -> Position:
+    def checkpoint(self, flushes: list | None = None, report: bytes | None = None) -> Position:
         """Make everything committed durable; ``flushes``: the LSH shards' flush calls (ObjectRefs in a list,
-        so a lost shard fails only its own)."""
+        so a lost shard fails only its own); ``report``: the report's data as of here."""
         self._flushes = flushes
-        return self.writer.checkpoint()
+        return self.writer.checkpoint(report=report)
 
-    def finish(self, flushes: list | None = None) -> Position:
+    def finish(self, flushes: list | None = None, report: bytes | None = None) -> Position:
         self._flushes = flushes
-        return self.writer.finish()
+        return self.writer.finish(report)

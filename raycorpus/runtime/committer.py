@@ -25,6 +25,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
+from raycorpus.output.report_state import ReportState
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
@@ -63,6 +64,8 @@ class Committer:
         self.packer = self._start_packer()  # starts while the writers and the LSH shards start
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
         self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
+        self.report = _report_state(cfg, ledger, state)  # None: output.report off
+        self.workers = 0  # the pool's size, as the driver last said (the report's timeline)
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
@@ -103,6 +106,7 @@ class Committer:
                     self.lost.append(item.task)
                     break
                 self.metrics.warc_committed(summary)
+                self._add_to_report(summary, verdict)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
                 keep = verdict.decision.keep if verdict is not None and not self.tag else None
                 self.sent.append(Sent(item.task, summary, item.staged, keep, verdict, item.docs))
@@ -119,10 +123,25 @@ class Committer:
             self.calls.append(self._checkpoint_call("checkpoint"))
 
     def _checkpoint_call(self, method: str) -> ray.ObjectRef:
-        """``packer.checkpoint`` / ``finish`` of everything sent, after the LSH shards wrote their part."""
+        """``packer.checkpoint`` / ``finish`` of everything sent, after the LSH shards wrote their part (with the
+        report's data as of here)."""
         flushes = self.dedup.flush(self.next_commit) if self.dedup is not None else None
         self._checkpointed = (self.next_commit, time.monotonic())
-        return getattr(self.packer, method).remote(flushes)
+        report = None
+        if self.report is not None:
+            self.report.checkpoint(self.next_commit, self.workers)
+            report = self.report.encode()
+        return getattr(self.packer, method).remote(flushes, report)
+
+    def _add_to_report(self, summary: WarcSummary, verdict: DedupVerdict | None) -> None:
+        """The WARC's profile into the report's data, with its dedup decision; the packer does not need it."""
+        profile, summary.profile = summary.profile, None
+        if self.report is not None and profile is not None:
+            self.report.add(summary.ordinal, profile, verdict.decision if verdict is not None else None)
+
+    def sample_bounds(self) -> dict[str, int] | None:
+        """What the workers need not send for the report's sample (see :mod:`raycorpus.process.profile`)."""
+        return self.report.bounds() if self.report is not None else None
 
     def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict]:
         """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""
@@ -243,6 +262,19 @@ class Committer:
             self.dedup.kill()
         for actor in [self.packer, *(self.writers.actors if self.writers is not None else [])]:
             ray.kill(actor)  # on a shared cluster, free the CPUs now rather than at driver exit
+
+
+def _report_state(cfg: Config, ledger: Ledger, state: LedgerState) -> ReportState | None:
+    """The report's data as of the last checkpoint (new, or for an output written before the report: from
+    here on), or None when ``output.report`` is off."""
+    r = cfg.output.report
+    if not r.enabled:
+        return None
+    if state.report is None:
+        return ReportState(r.samples_passed, r.samples_per_reason)
+    report = ReportState.read(ledger.storage, ledger.out_url, state.report)
+    report.samples_passed, report.samples_per_reason = r.samples_passed, r.samples_per_reason
+    return report
 
 
 def needs_documents(cfg: Config) -> bool:

@@ -26,6 +26,7 @@ from raycorpus.ingest.manifest import iter_input_entries
 from raycorpus.ingest.split import WarcPart
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import StagingError
+from raycorpus.process.profile import SampleBounds
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
 from raycorpus.runtime.actors import WarcWorker
@@ -187,11 +188,14 @@ class Dispatcher:
     """Feeds the pool from the manifest and hands back WARCs as they finish (in completion order)."""
 
     def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], metrics: Metrics,
-                 need_docs: bool = True):
+                 need_docs: bool = True, bounds: Callable[[], SampleBounds | None] | None = None,
+                 retried: Callable[[str], None] | None = None):
         """``need_docs``: the documents' text is written by the commit path (documents/, parquet, the dedup
-        audit), so it is pulled with the tokens; else it stays where it was made."""
+        audit), so it is pulled with the tokens; else it stays where it was made. ``bounds``: the report's
+        sample bounds, sent with each WARC; ``retried(error)``: told of every attempt that failed and is retried."""
         self.cfg, self.pool, self.tasks, self.metrics = cfg, pool, tasks, metrics
         self.need_docs = need_docs
+        self.bounds, self.retried = bounds, retried
         self.inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
         self.retry_heap: list[tuple[float, int, Task]] = []
         self.peeked: Task | None = None  # the next task from ``tasks``, not sent yet (past the window)
@@ -247,7 +251,12 @@ class Dispatcher:
             actor = self.pool.pick()
             task.attempts += 1
             task.started, task.timed_out = time.monotonic(), False
-            args = (task.ordinal, task.url) if task.part is None else (task.ordinal, task.url, task.part)
+            bounds = self.bounds() if self.bounds is not None else None
+            args: list = [task.ordinal, task.url]
+            if task.part is not None or bounds is not None:
+                args.append(task.part)
+            if bounds is not None:
+                args.append(bounds)
             meta_ref, *data_refs = actor.process.remote(*args)
             self.inflight[meta_ref] = (task, actor, tuple(data_refs))
             self.pool.ready[actor] += 1
@@ -312,6 +321,8 @@ class Dispatcher:
             return Finished(task)
         self.stats.retried += 1
         self.metrics.inc("raycorpus_warc_retries_total")
+        if self.retried is not None:
+            self.retried(task.error)
         delay = self.cfg.warc.retry_backoff_seconds * 2 ** (task.attempts - 1) * random.uniform(0.5, 1.5)
         heapq.heappush(self.retry_heap, (time.monotonic() + delay, task.ordinal, task))
         return None

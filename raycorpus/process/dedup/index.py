@@ -312,6 +312,7 @@ class Decision:
     jaccard: np.ndarray  # float32 estimated Jaccard with dup_of (1 for exact, NaN for a URL match, 0 if kept)
     indexed: int  # documents added to the index (the kept ones; with index_dups, the near duplicates too)
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
+    verified: np.ndarray | None = None  # float32: the best Jaccard estimated for a near candidate (NaN: none)
 
     @property
     def keep(self) -> np.ndarray:
@@ -323,7 +324,11 @@ class Decision:
         dup_of = np.full(eligible.size, NO_MATCH, np.uint64)
         jac = np.zeros(eligible.size, np.float32)
         kind[eligible], dup_of[eligible], jac[eligible] = self.kind, self.dup_of, self.jaccard
-        return Decision(kind, dup_of, jac, self.indexed, eligible)
+        verified = None
+        if self.verified is not None:
+            verified = np.full(eligible.size, np.nan, np.float32)
+            verified[eligible] = self.verified
+        return Decision(kind, dup_of, jac, self.indexed, eligible, verified)
 
     def counts(self) -> dict[str, int]:
         counts = {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
@@ -361,11 +366,13 @@ class Deduplicator:
         kind = np.zeros(n, np.uint8)
         dup_of = np.full(n, NO_MATCH, np.uint64)
         jac = np.zeros(n, np.float32)
+        verified = np.full(n, np.nan, np.float32)
         hashes = np.asarray(hashes, np.uint64)
         urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
         if n == 0:
             none = np.zeros(0, bool) if lay.index_dups else None
-            return Decision(kind, dup_of, jac, 0), encode_record(IndexRecord(gids, hashes, sigs, urls, none))
+            record = encode_record(IndexRecord(gids, hashes, sigs, urls, none))
+            return Decision(kind, dup_of, jac, 0, None, verified), record
         near = lay.near and sigs is not None
         ek, uk = lay.exact_keys(hashes, urls)
         keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
@@ -395,14 +402,14 @@ class Deduplicator:
                          for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
                 cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if self._indexed(kind[j])]
                 if cands:
-                    kind[i], dup_of[i], jac[i] = self._near_match(stored[i], cands)
+                    kind[i], dup_of[i], jac[i], verified[i] = self._near_match(stored[i], cands)
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
         n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys, sigs if near else None)
         kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
-        return Decision(kind, dup_of, jac, n_kept), encode_record(record)
+        return Decision(kind, dup_of, jac, n_kept, None, verified), encode_record(record)
 
     def _indexed(self, kind: int) -> bool:
         """A document of this kind is in the index (a near candidate for the later ones)."""
@@ -442,18 +449,19 @@ class Deduplicator:
                     prior_sig.update(zip(d.tolist(), sg, strict=True))
         return prior_gid, prior_sig
 
-    def _near_match(self, sig: np.ndarray, cands: list[tuple[int, np.ndarray | None]]) -> tuple[int, int, float]:
-        """(kind, dup_of, jaccard) of a document sharing a band with ``cands`` (in commit order)."""
+    def _near_match(self, sig: np.ndarray, cands: list[tuple[int, np.ndarray | None]]
+                    ) -> tuple[int, int, float, float]:
+        """(kind, dup_of, jaccard, best estimate) of a document sharing a band with ``cands`` (in commit order)."""
         if not self.layout.verify:  # any shared band: the earliest candidate
-            return NEAR, cands[0][0], np.nan
+            return NEAR, cands[0][0], np.nan, np.nan
         best_j, best_g = -1.0, 0
         for g, sg in cands:
             est = self.layout.estimate(sg, sig)
             if est > best_j:
                 best_j, best_g = est, g
         if best_j >= self.threshold + self.layout.margin:
-            return NEAR, best_g, best_j
-        return KEEP, NO_MATCH, 0.0
+            return NEAR, best_g, best_j, best_j
+        return KEEP, NO_MATCH, 0.0, best_j
 
     def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray, ek: np.ndarray,
                 uk: np.ndarray, keys: np.ndarray, sigs: np.ndarray | None) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from raycorpus import counts as ck
@@ -98,8 +98,11 @@ class Chain:
                     return key.label
         return None
 
-    def __call__(self, doc: Document, counts: Counter) -> str | None:
-        """Run the stages that need the text; return the drop reason (filter mode) or None (kept)."""
+    def __call__(self, doc: Document, counts: Counter,
+                 signals: Callable[[str, float | int | str, str | None], None] | None = None) -> str | None:
+        """Run the stages that need the text; return the drop reason (filter mode) or None (kept).
+        ``signals(name, value, language)`` is called for every signal a stage computed (the report's
+        histograms)."""
         view = TextView(doc.text)
         would_drop: list[str] = []
         for i, (stage, langs) in enumerate(self.stages):
@@ -117,6 +120,9 @@ class Chain:
             except Exception:  # never a failed WARC: a per-document drop, counted
                 res = FilterResult(reason="error")
             counts[ck.time_in(stage.label())] += time.perf_counter_ns() - t0
+            if signals is not None:  # language ID has just set the language
+                for name, value in res.signals.items():
+                    signals(name, value, doc.metadata.get("lang"))
             if res.text is not None and res.text != doc.text:
                 doc.text = res.text
                 view = TextView(res.text, view.script_aware)

@@ -1,0 +1,241 @@
+"""The report's data, summed over the committed WARCs: :class:`ReportState`.
+
+The committer adds each WARC's :class:`~raycorpus.process.profile.WarcProfile` at its commit, in
+manifest order, with the WARC's dedup decision (which turns the documents that passed the filters into
+kept ones and duplicates), as array work: histograms add, the sample pools merge a handful of candidates.
+Every checkpoint writes the whole state as one file, ``report/state-NNNNNNNNN.json.zst`` (named by the
+checkpoint, written before it), so a resumed run continues from exactly the committed prefix and
+``raycorpus report`` reads one file, never the documents. Its size does not grow with the corpus:
+histograms have fixed bins, the samples and the duplicate tables have a fixed capacity.
+
+Ray-free.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import zstandard
+
+from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.process.dedup.index import KEEP, KINDS, Decision, split_gid
+from raycorpus.process.profile import COUNT, PASSED, UNIT, SampleBounds, SampleDoc, WarcProfile, smallest
+
+REPORT_DIR = "report"
+KEPT, DEDUP = "kept", "dedup"  # outcomes of the documents that passed the filters
+TOP_CAPACITY = 1000  # entries of each duplicate table (Misra-Gries: counts are lower bounds past it)
+TIMELINE_POINTS = 2000  # at most; halved (every other point) when full
+FORMAT = 1
+
+
+def state_name(seq: int) -> str:
+    return f"{REPORT_DIR}/state-{seq:09d}.json.zst"
+
+
+@dataclass
+class TopCounts:
+    """The heaviest keys of a stream of (key, count) in bounded memory (Misra-Gries, merged in batches):
+    a key's count is a lower bound, short of the truth by at most ``error``; any key whose true count
+    exceeds ``error`` is kept."""
+
+    capacity: int = TOP_CAPACITY
+    counts: dict[str, int] = field(default_factory=dict)
+    error: int = 0
+
+    def add(self, keys: list[str], counts: list[int]) -> None:
+        for k, c in zip(keys, counts, strict=True):
+            self.counts[k] = self.counts.get(k, 0) + int(c)
+        if len(self.counts) > self.capacity:
+            cut = sorted(self.counts.values(), reverse=True)[self.capacity]
+            self.counts = {k: c - cut for k, c in self.counts.items() if c > cut}
+            self.error += cut
+
+    def top(self, n: int) -> list[tuple[str, int]]:
+        return sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+    def to_json(self) -> dict:
+        return {"capacity": self.capacity, "counts": self.counts, "error": self.error}
+
+    @classmethod
+    def from_json(cls, d: dict) -> TopCounts:
+        return cls(d["capacity"], dict(d["counts"]), d["error"])
+
+
+@dataclass
+class ReportState:
+    """The report's data over the committed WARCs (see the module doc)."""
+
+    samples_passed: int = 200
+    samples_per_reason: int = 20
+    signals: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (signal, lang) -> counts per bin
+    lengths: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # ("chars"|"tokens", outcome) -> COUNT
+    langs: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (lang, outcome) -> [docs, chars, tokens]
+    similarity: np.ndarray = field(default_factory=lambda: np.zeros(len(UNIT), np.int64))  # best J of near candidates
+    clusters: TopCounts = field(default_factory=TopCounts)  # matched document id -> duplicates that named it
+    domains: TopCounts = field(default_factory=TopCounts)  # host -> duplicates
+    samples: dict[str, list[SampleDoc]] = field(default_factory=dict)  # pool -> the smallest by SampleDoc.order
+    timeline: list[list[float]] = field(default_factory=list)  # [unix time, WARCs committed, docs, tokens, workers]
+    retries: Counter = field(default_factory=Counter)  # error type -> WARC attempts that failed with it
+    retry_examples: dict[str, str] = field(default_factory=dict)  # error type -> its latest message
+    docs: int = 0  # kept documents (tag mode: those filter mode would keep)
+    tokens: int = 0  # their tokens
+    warcs: int = 0  # WARCs added
+
+    # -- adding a WARC at its commit
+    def add(self, ordinal: int, profile: WarcProfile, decision: Decision | None) -> None:
+        """Add one committed WARC: its profile and its dedup decision (None: no dedup, every document kept)."""
+        self.warcs += 1
+        _add_into(self.signals, profile.signals)
+        for stage, counts in profile.dropped_chars.items():
+            _add_into(self.lengths, {("chars", stage): counts})
+        for (lang, stage), n in profile.langs.items():
+            self._lang(lang, stage)[:2] += (n, profile.lang_chars[lang, stage])
+        kind = decision.kind if decision is not None else np.zeros(profile.open.size, np.uint8)
+        kept = profile.open & (kind == KEEP)
+        dups = profile.open & (kind != KEEP)
+        self.docs += int(kept.sum())
+        self.tokens += int(profile.tokens[kept].sum())
+        for outcome, mask in ((KEPT, kept), (DEDUP, dups)):
+            self._outcome(profile, outcome, mask)
+        if decision is not None:
+            self._dedup(profile, decision, dups)
+        self._samples(profile.samples, decision)
+
+    def _lang(self, lang: str, outcome: str) -> np.ndarray:
+        return self.langs.setdefault((lang, outcome), np.zeros(3, np.int64))
+
+    def _outcome(self, profile: WarcProfile, outcome: str, mask: np.ndarray) -> None:
+        if not mask.any():
+            return
+        chars, tokens = profile.chars[mask], profile.tokens[mask]
+        _add_into(self.lengths, {("chars", outcome): COUNT.histogram(chars), ("tokens", outcome):
+                                 COUNT.histogram(tokens)})
+        lang = profile.lang[mask]
+        n = len(profile.lang_names)
+        per = [np.bincount(lang, weights=w, minlength=n) for w in (None, chars, tokens)]
+        for i in np.flatnonzero(per[0]):
+            self._lang(profile.lang_names[i], outcome)[:] += np.rint([p[i] for p in per]).astype(np.int64)
+
+    def _dedup(self, profile: WarcProfile, decision: Decision, dups: np.ndarray) -> None:
+        if decision.verified is not None:
+            seen = decision.verified[~np.isnan(decision.verified)]
+            if seen.size:
+                self.similarity += UNIT.histogram(seen)
+        if not dups.any():
+            return
+        matched, counts = np.unique(decision.dup_of[dups], return_counts=True)
+        self.clusters.add(["/".join(map(str, split_gid(int(g)))) for g in matched], counts.tolist())
+        per_host = np.bincount(profile.host[dups])
+        names = profile.host_names()
+        hosts = np.flatnonzero(per_host)
+        self.domains.add([names[h] or "(no host)" for h in hosts], per_host[hosts].tolist())
+
+    def _samples(self, candidates: list[SampleDoc], decision: Decision | None) -> None:
+        """Merge a WARC's sample candidates; a passed one is labelled by the dedup decision."""
+        by_pool: dict[str, list[SampleDoc]] = {}
+        for s in candidates:
+            if s.pool == PASSED:
+                _label(s, decision)
+            by_pool.setdefault(s.pool, []).append(s)
+        for pool, new in by_pool.items():
+            size = self.samples_passed if pool == PASSED else self.samples_per_reason
+            self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
+
+    def bounds(self) -> SampleBounds:
+        """Per pool whose sample is full, the largest key still in it: a worker sends no document above it."""
+        out = {}
+        for pool, docs in self.samples.items():
+            size = self.samples_passed if pool == PASSED else self.samples_per_reason
+            if len(docs) >= size:
+                out[pool] = docs[-1].key
+        return out
+
+    # -- between WARCs
+    def retried(self, error: str) -> None:
+        """A WARC attempt failed with ``error`` (``Type: message``) and was retried."""
+        kind = error.partition(":")[0] or "error"
+        self.retries[kind] += 1
+        self.retry_examples[kind] = error[:300]
+
+    def checkpoint(self, warcs: int, workers: int, now: float | None = None) -> None:
+        """A point of the timeline: at a checkpoint, ``warcs`` WARCs committed, ``workers`` in the pool."""
+        self.timeline.append([round(now or time.time(), 3), warcs, self.docs, self.tokens, workers])
+        if len(self.timeline) > TIMELINE_POINTS:
+            self.timeline = self.timeline[:-1:2] + self.timeline[-1:]
+
+    # -- on storage
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT, "samples_passed": self.samples_passed, "samples_per_reason": self.samples_per_reason,
+            "signals": _hists_json(self.signals), "lengths": _hists_json(self.lengths),
+            "langs": [[*k, *map(int, v)] for k, v in sorted(self.langs.items())],
+            "similarity": _sparse(self.similarity), "clusters": self.clusters.to_json(),
+            "domains": self.domains.to_json(),
+            "samples": {pool: [s.to_json() for s in docs] for pool, docs in sorted(self.samples.items())},
+            "timeline": self.timeline, "retries": dict(self.retries), "retry_examples": self.retry_examples,
+            "docs": self.docs, "tokens": self.tokens, "warcs": self.warcs,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> ReportState:
+        return cls(
+            d["samples_passed"], d["samples_per_reason"], _hists(d["signals"]), _hists(d["lengths"]),
+            {(r[0], r[1]): np.array(r[2:], np.int64) for r in d["langs"]}, _dense(d["similarity"], len(UNIT)),
+            TopCounts.from_json(d["clusters"]), TopCounts.from_json(d["domains"]),
+            {p: [SampleDoc.from_json(s) for s in docs] for p, docs in d["samples"].items()},
+            d["timeline"], Counter(d["retries"]), d["retry_examples"], d["docs"], d["tokens"], d["warcs"])
+
+    def encode(self) -> bytes:
+        return zstandard.ZstdCompressor(level=3).compress(json.dumps(self.to_json(), ensure_ascii=False).encode())
+
+    @classmethod
+    def decode(cls, data: bytes) -> ReportState:
+        return cls.from_json(json.loads(zstandard.ZstdDecompressor().decompress(data)))
+
+    @classmethod
+    def read(cls, storage: Storage, out_url: str, name: str) -> ReportState:
+        return cls.decode(storage.read_bytes(join_url(out_url, name)))
+
+
+def _label(sample: SampleDoc, decision: Decision | None) -> None:
+    """A passed document's outcome: kept, or the duplicate it was found to be (with what it matched)."""
+    code = int(decision.kind[sample.index]) if decision is not None else KEEP
+    if code == KEEP:
+        sample.label = KEPT
+        return
+    sample.label = f"dedup:{KINDS[code]}"
+    sample.dup_of = "/".join(map(str, split_gid(int(decision.dup_of[sample.index]))))
+    j = float(decision.jaccard[sample.index])
+    sample.jaccard = None if np.isnan(j) else round(j, 4)
+
+
+def _add_into(total: dict, part: dict) -> None:
+    for key, counts in part.items():
+        if key in total and len(total[key]) == len(counts):
+            total[key] = total[key] + counts
+        else:
+            total[key] = np.asarray(counts, np.int64).copy()
+
+
+def _sparse(counts: np.ndarray) -> dict:
+    nz = np.flatnonzero(counts)
+    return {"n": len(counts), "i": nz.tolist(), "c": counts[nz].tolist()}
+
+
+def _dense(d: dict, n: int | None = None) -> np.ndarray:
+    out = np.zeros(n or d["n"], np.int64)
+    out[d["i"]] = d["c"]
+    return out
+
+
+def _hists_json(hists: dict[tuple[str, str], np.ndarray]) -> list:
+    return [[a, b, _sparse(v)] for (a, b), v in sorted(hists.items())]
+
+
+def _hists(rows: list) -> dict[tuple[str, str], np.ndarray]:
+    return {(a, b): _dense(d) for a, b, d in rows}
+

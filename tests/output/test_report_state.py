@@ -1,0 +1,126 @@
+"""The report's data summed at commit (ReportState): real WARC results, real dedup decisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raycorpus.ingest.storage import Storage
+from raycorpus.output.report_state import DEDUP, KEPT, ReportState, TopCounts
+from raycorpus.process.dedup.index import KEEP, Deduplicator, Layout, LocalShards
+from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.profile import PASSED, SampleDoc
+from raycorpus.process.tokenize import TokenEncoder, load_tokenizer
+from tests.support.corpus import make_config
+
+
+@pytest.fixture(scope="module")
+def results(crawl, tmp_path_factory):
+    """Every WARC of the sample crawl processed once (no sample bounds), with its dedup decision in order."""
+    c, tok = crawl
+    cfg = make_config(str(c.manifest_path), str(tmp_path_factory.mktemp("o")), tok,
+                      output={"report": {"samples_passed": 12, "samples_per_reason": 3}})
+    p = WarcProcessor(cfg, encoder=TokenEncoder(cfg.tokenizer, load_tokenizer(cfg.tokenizer).to_str()))
+    layout = Layout.from_config(cfg.dedup, 1)
+    dedup = Deduplicator(layout, cfg.dedup.threshold, LocalShards(layout))
+    out = []
+    for ordinal, warc in enumerate(c.warc_paths):
+        r = p.process(ordinal, str(warc))
+        decision, _ = dedup.decide(ordinal, *r.dedup_payload().rows(None))
+        out.append((r, decision))
+    return cfg, p, out
+
+
+def state_of(results, bounded: bool, p: WarcProcessor | None = None) -> ReportState:
+    """Sum the WARCs in order; ``bounded``: each WARC processed again with the bounds the state gives."""
+    state = ReportState(12, 3)
+    for r, decision in results:
+        profile = p.process(r.ordinal, r.url, bounds=state.bounds()).profile if bounded else r.profile
+        state.add(r.ordinal, profile, decision)
+    return state
+
+
+def test_kept_and_duplicates_follow_the_dedup_decision(results):
+    _, _, rs = results
+    state = state_of(rs, bounded=False)
+    kept = sum(int(d.keep.sum()) for _, d in rs)
+    dups = sum(int((~d.keep).sum()) for _, d in rs)
+    assert dups > 0 and state.docs == kept
+    assert state.tokens == sum(int(r.lengths[d.keep].sum()) for r, d in rs)
+    assert sum(int(v[0]) for (_, outcome), v in state.langs.items() if outcome == KEPT) == kept
+    assert sum(int(v[0]) for (_, outcome), v in state.langs.items() if outcome == DEDUP) == dups
+    assert int(state.lengths["tokens", KEPT].sum()) == kept and int(state.lengths["chars", DEDUP].sum()) == dups
+    assert sum(state.clusters.counts.values()) == dups and state.clusters.error == 0
+    assert sum(state.domains.counts.values()) == dups
+    # every near duplicate was verified; so were candidates found below the threshold
+    near = sum(int((d.kind == 2).sum()) for _, d in rs)
+    assert int(state.similarity.sum()) >= near > 0
+
+
+def test_passed_samples_are_labelled_by_dedup(results):
+    _, _, rs = results
+    state = state_of(rs, bounded=False)
+    by_id = {(r.ordinal, i): (d, r.docs[i]) for r, d in rs for i in range(len(r.docs))}
+    labels = set()
+    for s in state.samples[PASSED]:
+        decision, doc = by_id[s.warc, s.index]
+        assert s.record_id == doc.record_id
+        labels.add(s.label)
+        assert (s.label == KEPT) == (decision.kind[s.index] == KEEP)
+        assert bool(s.dup_of) == (s.label != KEPT)
+    keys = sorted((s.key, s.warc) for r, _ in rs for s in r.profile.samples if s.pool == PASSED)
+    assert [(s.key, s.warc) for s in state.samples[PASSED]] == keys[:12]
+
+
+def test_the_sample_does_not_depend_on_the_bounds_sent(results):
+    """Workers that see the head's bounds send fewer candidates, and the sample is the same."""
+    _, p, rs = results
+    free, bounded = state_of(rs, bounded=False), state_of(rs, bounded=True, p=p)
+    assert free.to_json() == bounded.to_json()
+    sent_free = sum(len(r.profile.samples) for r, _ in rs)
+    state = ReportState(12, 3)
+    sent = 0
+    for r, decision in rs:
+        profile = p.process(r.ordinal, r.url, bounds=state.bounds()).profile
+        sent += len(profile.samples)
+        state.add(r.ordinal, profile, decision)
+    assert sent < sent_free
+
+
+def test_state_round_trips_through_its_file(results, tmp_path):
+    _, _, rs = results
+    state = state_of(rs, bounded=False)
+    state.retried("OSError: connection reset")
+    state.checkpoint(warcs=len(rs), workers=2, now=1000.0)
+    Storage().write_atomic(str(tmp_path / "s.json.zst"), state.encode())
+    again = ReportState.read(Storage(), str(tmp_path), "s.json.zst")
+    assert again.to_json() == state.to_json()
+    assert again.timeline == [[1000.0, len(rs), state.docs, state.tokens, 2]]
+    assert isinstance(again.samples[PASSED][0], SampleDoc)
+
+
+def test_timeline_stays_bounded():
+    state = ReportState()
+    for i in range(5000):
+        state.checkpoint(warcs=i, workers=1, now=float(i))
+    assert len(state.timeline) <= 2001 and state.timeline[0][1] == 0 and state.timeline[-1][1] == 4999
+
+
+def test_top_counts_are_exact_below_capacity_and_lower_bounds_past_it():
+    rng = np.random.default_rng(0)
+    truth: dict[str, int] = {}
+    top = TopCounts(capacity=20)
+    for _ in range(200):  # batches: a few heavy keys among many light ones
+        keys = [f"heavy{i}" for i in rng.integers(0, 5, 20)] + [f"light{i}" for i in rng.integers(0, 5000, 40)]
+        uniq, counts = np.unique(keys, return_counts=True)
+        for k, c in zip(uniq, counts, strict=True):
+            truth[str(k)] = truth.get(str(k), 0) + int(c)
+        top.add(uniq.tolist(), counts.tolist())
+    for k, c in top.counts.items():
+        assert c <= truth[k] <= c + top.error
+    heavy = sorted(truth, key=truth.get, reverse=True)[:5]
+    assert [k for k, _ in top.top(5)] == heavy and top.error < min(truth[k] for k in heavy)
+    small = TopCounts(capacity=100)
+    small.add(["a", "b"], [3, 1])
+    small.add(["a"], [2])
+    assert small.top(5) == [("a", 5), ("b", 1)] and small.error == 0

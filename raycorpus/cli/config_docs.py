@@ -13,6 +13,7 @@ docstring is its table's introduction. The output is a pure function of the mode
 from __future__ import annotations
 
 import argparse
+import html
 import inspect
 import json
 import re
@@ -46,8 +47,8 @@ the wrong type or out of its bounds is an error naming the field (exit code 2). 
 relative to the config file's folder. `configs/` has complete examples (`configs/demo.yaml`,
 `configs/cc-main-2025-33.yaml`).
 
-Only `input`, `output.path` and `tokenizer` must be written; every other field has the default shown.
-A section written as `null` or left out takes its defaults.
+Only `input`, `output.path` and `tokenizer` must be written; every other field has the default shown,
+and a section left out takes its defaults.
 
 **The fingerprint.** `run.json` records a hash of every setting that can change the output's bytes. A
 resume or a grown build under another fingerprint exits 2 naming the difference. Left out of it (change
@@ -207,7 +208,17 @@ def _tables(path: str, model: type[BaseModel]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return _escape(text).replace("\n", " ")
+    """``text`` for a table cell: one line; a code span holding a pipe as HTML (``<code>`` with ``&#124;``), the
+    one spelling that GitHub and Python-Markdown both render as a pipe inside a cell."""
+    parts = text.replace("\n", " ").split("`")
+    for i in range(1, len(parts), 2):
+        if "|" in parts[i]:
+            parts[i] = "<code>" + html.escape(parts[i]).replace("|", "&#124;") + "</code>"
+        else:
+            parts[i] = f"`{parts[i]}`"
+    for i in range(0, len(parts), 2):
+        parts[i] = _escape(parts[i])
+    return "".join(parts)
 
 
 def _anchor(dotted: str) -> str:
@@ -314,15 +325,13 @@ def _plain(value: Any) -> Any:
 
 
 def _escape(text: str) -> str:
-    """Markdown-safe text: outside `code spans`, table pipes, HTML tags and emphasis marks are escaped
-    (Markdown links are kept); inside them, pipes (a table cell would end there)."""
+    """Markdown-safe text: outside `code spans`, pipes, HTML tags and emphasis marks are escaped (Markdown links
+    are kept)."""
     parts = text.split("`")
-    for i, part in enumerate(parts):
-        part = part.replace("|", "\\|")
-        if i % 2 == 0:  # outside code spans
-            part = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", part).replace("*", "\\*")
-            part = re.sub(r"(?<![\w\\])_|_(?!\w)", r"\\_", part)
-        parts[i] = part
+    for i in range(0, len(parts), 2):  # outside code spans
+        part = parts[i].replace("|", "\\|")
+        part = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", part).replace("*", "\\*")
+        parts[i] = re.sub(r"(?<![\w\\])_|_(?!\w)", r"\\_", part)
     return "`".join(parts)
 
 

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from raycorpus import counts as ck
-from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.ledger import LedgerState
 from raycorpus.output.shards import canonical_json
@@ -244,14 +243,14 @@ class RunSummary(_Part):
         return self.to_dict().get(key, default)
 
 
-def build_summary(cfg: Config, state: LedgerState, total_warcs: int, run: ThisRun) -> RunSummary:
-    """The summary of the output ``state`` describes, after ``run``."""
+def build_summary(output: str, state: LedgerState, total_warcs: int, run: ThisRun) -> RunSummary:
+    """The summary of the output at ``output`` (its path or URL) whose ledger state is ``state``, after ``run``."""
     t = state.totals
     drops, skips, tagged, charsets, stage_ns = (
         {k.label: v for k, v in ck.of_kind(t, kind).items()}
         for kind in (ck.Kind.DROP, ck.Kind.SKIP, ck.Kind.TAG, ck.Kind.CHARSET, ck.Kind.TIME))
     return RunSummary(
-        output=cfg.output.path,
+        output=output,
         complete=state.complete,
         warcs=WarcCounts(total=total_warcs, committed=state.committed, failed=len(state.failed),
                          pending=max(0, total_warcs - state.next_ordinal)),

@@ -111,7 +111,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if state.complete and (state.next_ordinal < total or follow):  # a grown manifest: its new lines continue it
             state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
-            return build_summary(cfg, state, total, ThisRun(resumed_at=total, processed=0))
+            return build_summary(cfg.output.path, state, total, ThisRun(resumed_at=total, processed=0))
         init_ray(cfg)
         if work is None:
             work = WorkSource(total, functools.partial(_warc_tasks, cfg, storage, total), WarcWorker,
@@ -173,7 +173,7 @@ class _Build:
             stats = self._run_stats(wall, t_start)
             cpu = {"driver": cpu_seconds(), **self._cpu()}
             stats.cpu_seconds = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
-            return build_summary(self.cfg, self.ledger.load(), self.total, stats)
+            return build_summary(self.cfg.output.path, self.ledger.load(), self.total, stats)
         except KeyboardInterrupt:
             if progress is not None:
                 progress.close()

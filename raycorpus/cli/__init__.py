@@ -1,4 +1,4 @@
-"""Command line: raycorpus run | demo | train-tokenizer | bench | plan | verify | inspect | mix | eval | summary.
+"""Command line: the `raycorpus` command (run, select, demo, report, summary, verify, bench, plan, inspect, mix, eval).
 
 The faces of raycorpus: this module is the flat argparse table; each command is one module of
 this package (``raycorpus.cli.<command>``), imported only when it runs, so ``--help`` stays fast.
@@ -156,6 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("output")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_command("summary", "cmd_summary"))
+
+    rp = sub.add_parser("report", help="write an output's report: one self-contained HTML file (charts, document "
+                        "browser) that opens offline")
+    rp.add_argument("output", help="a raycorpus output (finished or partial), local or s3://")
+    rp.add_argument("--out", help="HTML file to write (default: OUTPUT/report.html)")
+    rp.add_argument("--against", metavar="OTHER_OUTPUT",
+                    help="put another output beside it: deltas per reason and language, documents kept by one only")
+    rp.add_argument("--s3-endpoint-url")
+    rp.set_defaults(func=_command("report", "cmd_report"))
 
     args = p.parse_args(argv)
     from raycorpus.config import ConfigError

@@ -667,28 +667,34 @@ class Storage:
 
     def list(self, prefix_url: str) -> list[str]:
         """All objects under a directory prefix (recursive, sorted, same URL form as the input)."""
+        return [url for url, _ in self.list_sizes(prefix_url)]
+
+    def list_sizes(self, prefix_url: str) -> list[tuple[str, int]]:
+        """(url, bytes) of every object under a directory prefix, as :meth:`list` (one listing, no request per
+        object)."""
         kind = self._kind(prefix_url)
         if kind == "local":
             root = _local_path(prefix_url)
-            rels = []
+            found = []
             for dirpath, _dirs, files in os.walk(root):
                 rel_dir = os.path.relpath(dirpath, root)
-                rels.extend(
-                    name if rel_dir == "." else f"{rel_dir}/{name}"
-                    for name in files
-                    if not name.startswith(".tmp-")
-                )
-            return sorted(join_url(prefix_url, rel) for rel in rels)
+                for name in files:
+                    if name.startswith(".tmp-"):
+                        continue
+                    with contextlib.suppress(FileNotFoundError):  # removed while we looked
+                        size = os.stat(os.path.join(dirpath, name)).st_size
+                        found.append((join_url(prefix_url, name if rel_dir == "." else f"{rel_dir}/{name}"), size))
+            return sorted(found)
         if kind == "s3":
             bucket, key = _split_s3(prefix_url)
             prefix = key.rstrip("/") + "/" if key.strip("/") else ""
 
-            def list_keys() -> list[str]:
+            def list_keys() -> list[tuple[str, int]]:
                 pages = self._s3().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-                return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
+                return [(obj["Key"], int(obj.get("Size", 0))) for page in pages for obj in page.get("Contents", [])]
 
             keys = self._s3_call("list", prefix_url, list_keys)
-            return sorted(f"s3://{bucket}/{k}" for k in keys if not k.endswith("/"))
+            return sorted((f"s3://{bucket}/{k}", n) for k, n in keys if not k.endswith("/"))
         raise StorageError(f"list {_redact(prefix_url)}: http(s) storage cannot be listed")
 
     def remove_partial_writes(self, prefix_url: str) -> int:

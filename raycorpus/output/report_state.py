@@ -79,11 +79,14 @@ class ReportState:
     domains: TopCounts = field(default_factory=TopCounts)  # host -> duplicates
     samples: dict[str, list[SampleDoc]] = field(default_factory=dict)  # pool -> the smallest by SampleDoc.order
     timeline: list[list[float]] = field(default_factory=list)  # [unix time, WARCs committed, docs, tokens, workers]
+    reasons: Counter = field(default_factory=Counter)  # outcome (kept, a drop reason, dedup:kind) -> documents
     retries: Counter = field(default_factory=Counter)  # error type -> WARC attempts that failed with it
     retry_examples: dict[str, str] = field(default_factory=dict)  # error type -> its latest message
     docs: int = 0  # kept documents (tag mode: those filter mode would keep)
     tokens: int = 0  # their tokens
     warcs: int = 0  # WARCs added
+    config: dict = field(default_factory=dict)  # the config of the run that wrote it, as written (exclude_unset)
+    versions: dict[str, str] = field(default_factory=dict)  # package -> version, of the run that wrote it
 
     # -- adding a WARC at its commit
     def add(self, ordinal: int, profile: WarcProfile, decision: Decision | None) -> None:
@@ -97,6 +100,11 @@ class ReportState:
         kind = decision.kind if decision is not None else np.zeros(profile.open.size, np.uint8)
         kept = profile.open & (kind == KEEP)
         dups = profile.open & (kind != KEEP)
+        self.reasons.update(profile.reasons)
+        self.reasons[KEPT] += int(kept.sum())
+        if decision is not None and dups.any():
+            codes, n = np.unique(kind[dups], return_counts=True)
+            self.reasons.update({f"dedup:{KINDS[int(c)]}": int(k) for c, k in zip(codes, n, strict=True)})
         self.docs += int(kept.sum())
         self.tokens += int(profile.tokens[kept].sum())
         for outcome, mask in ((KEPT, kept), (DEDUP, dups)):
@@ -176,8 +184,10 @@ class ReportState:
             "similarity": _sparse(self.similarity), "clusters": self.clusters.to_json(),
             "domains": self.domains.to_json(),
             "samples": {pool: [s.to_json() for s in docs] for pool, docs in sorted(self.samples.items())},
-            "timeline": self.timeline, "retries": dict(self.retries), "retry_examples": self.retry_examples,
-            "docs": self.docs, "tokens": self.tokens, "warcs": self.warcs,
+            "timeline": self.timeline, "reasons": dict(self.reasons), "retries": dict(self.retries),
+            "retry_examples": self.retry_examples,
+            "docs": self.docs, "tokens": self.tokens, "warcs": self.warcs, "config": self.config,
+            "versions": self.versions,
         }
 
     @classmethod
@@ -187,7 +197,8 @@ class ReportState:
             {(r[0], r[1]): np.array(r[2:], np.int64) for r in d["langs"]}, _dense(d["similarity"], len(UNIT)),
             TopCounts.from_json(d["clusters"]), TopCounts.from_json(d["domains"]),
             {p: [SampleDoc.from_json(s) for s in docs] for p, docs in d["samples"].items()},
-            d["timeline"], Counter(d["retries"]), d["retry_examples"], d["docs"], d["tokens"], d["warcs"])
+            d["timeline"], Counter(d["reasons"]), Counter(d["retries"]), d["retry_examples"], d["docs"], d["tokens"],
+            d["warcs"], d.get("config", {}), d.get("versions", {}))
 
     def encode(self) -> bytes:
         return zstandard.ZstdCompressor(level=3).compress(json.dumps(self.to_json(), ensure_ascii=False).encode())
@@ -199,6 +210,20 @@ class ReportState:
     @classmethod
     def read(cls, storage: Storage, out_url: str, name: str) -> ReportState:
         return cls.decode(storage.read_bytes(join_url(out_url, name)))
+
+
+def versions() -> dict[str, str]:
+    """The versions of what decides an output's bytes and speed (this process's)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for package in ("raycorpus", "ray", "fastwarc", "resiliparse", "tokenizers", "fasttext-predict", "numpy"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return out
 
 
 def _label(sample: SampleDoc, decision: Decision | None) -> None:

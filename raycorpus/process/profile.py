@@ -129,6 +129,7 @@ class WarcProfile:
     dropped_chars: dict[str, np.ndarray] = field(default_factory=dict)  # stage -> characters histogram (COUNT)
     langs: Counter = field(default_factory=Counter)  # (lang, stage) -> documents the stage dropped
     lang_chars: Counter = field(default_factory=Counter)  # (lang, stage) -> their characters
+    reasons: Counter = field(default_factory=Counter)  # drop reason (tag mode: the first would-drop one) -> documents
     lang_names: list[str] = field(default_factory=list)  # the languages ``lang`` indexes
     lang: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))  # per decided document
     chars: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
@@ -153,6 +154,7 @@ class WarcProfile:
             _add_into(out.dropped_chars, p.dropped_chars)
             out.langs.update(p.langs)
             out.lang_chars.update(p.lang_chars)
+            out.reasons.update(p.reasons)
             lang_map = np.array([langs.setdefault(x, len(langs)) for x in p.lang_names], np.uint16)
             host_map = np.array([hosts.setdefault(x, len(hosts)) for x in p.host_names()], np.uint32)
             lang_rows.append(lang_map[p.lang] if p.lang.size else p.lang)
@@ -189,6 +191,7 @@ class ProfileRecorder:
         self.dropped_lengths: dict[str, list[int]] = defaultdict(list)
         self.langs: Counter = Counter()
         self.lang_chars: Counter = Counter()
+        self.reasons: Counter = Counter()
         self.lang_index: dict[str, int] = {}
         self.host_index: dict[str, int] = {}
         self.rows: list[tuple[int, int, int, bool]] = []  # (lang, chars, host, open) per decided document
@@ -206,6 +209,7 @@ class ProfileRecorder:
         stage = reason.partition(":")[0]
         lang = _lang(doc)
         self.langs[lang, stage] += 1
+        self.reasons[reason] += 1
         if doc is not None:
             self.lang_chars[lang, stage] += len(doc.text)
             self.dropped_lengths[stage].append(len(doc.text))
@@ -247,7 +251,7 @@ class ProfileRecorder:
         p = WarcProfile(
             signals={k: scale_of(k[0]).histogram(v) for k, v in self.values.items()},
             dropped_chars={s: COUNT.histogram(v) for s, v in self.dropped_lengths.items()},
-            langs=self.langs, lang_chars=self.lang_chars, lang_names=list(self.lang_index),
+            langs=self.langs, lang_chars=self.lang_chars, reasons=self.reasons, lang_names=list(self.lang_index),
             lang=rows[:, 0].astype(np.uint16),
             chars=rows[:, 1].astype(np.uint32), host=rows[:, 2].astype(np.uint32), hosts="\n".join(self.host_index),
             open=rows[:, 3].astype(bool),

@@ -25,7 +25,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.output.report_state import ReportState
+from raycorpus.output.report_state import ReportState, versions
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
@@ -270,10 +270,9 @@ def _report_state(cfg: Config, ledger: Ledger, state: LedgerState) -> ReportStat
     r = cfg.output.report
     if not r.enabled:
         return None
-    if state.report is None:
-        return ReportState(r.samples_passed, r.samples_per_reason)
-    report = ReportState.read(ledger.storage, ledger.out_url, state.report)
+    report = ReportState() if state.report is None else ReportState.read(ledger.storage, ledger.out_url, state.report)
     report.samples_passed, report.samples_per_reason = r.samples_passed, r.samples_per_reason
+    report.config, report.versions = cfg.model_dump(mode="json", exclude_unset=True), versions()  # as written
     return report
 
 

@@ -11,6 +11,7 @@ non-space characters. ``max_ratio`` 0 drops a document with a single match.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pydantic import Field
 
@@ -83,6 +84,10 @@ class BadWordsFilter(Filter):
             lang: (_SubstringList if lang in NO_SPACE else _SpacedList)(read_word_list(spec))
             for lang, spec in cfg.lists.items()
         }
+
+    @classmethod
+    def signal_rule(cls, signal: str, settings: BadWordsConfig, lang: str | None) -> Callable[[float], bool] | None:
+        return (lambda ratio: ratio > settings.max_ratio) if signal == "badwords.ratio" else None
 
     def __call__(self, doc: Document, view: TextView) -> FilterResult:
         words = self.lists.get(str(doc.metadata.get("lang") or "en"))

@@ -19,7 +19,7 @@ makes it a section of the config and a name for ``filters.chain``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -170,6 +170,13 @@ class Filter:
         with the rule the live chain uses; this default (no thresholds) can only repeat the record."""
         return recorded
 
+    @classmethod
+    def signal_rule(cls, signal: str, settings: Any, lang: str | None) -> Callable[[float], bool] | None:
+        """Whether a value of ``signal`` (as the stage records it) alone makes the stage drop a document labelled
+        ``lang`` under ``settings``: the rule the report draws over the signal's histogram. None: no threshold
+        applies to that signal."""
+        return None
+
 
 Rules = Iterator[tuple[str, float | int, str | None]]
 """(signal name, value, drop reason if the rule fails else None), in rule order."""
@@ -229,3 +236,10 @@ class RuleFilter(Filter):
     def signal_names(cls, cfg: Any) -> list[str]:
         """The signals ``_signals`` yields under ``cfg``, in rule order (the order reasons take)."""
         raise NotImplementedError
+
+    @classmethod
+    def signal_rule(cls, signal: str, settings: Any, lang: str | None) -> Callable[[float], bool] | None:
+        key = signal.removeprefix(f"{cls.name}.")
+        if key == signal or key not in cls.signal_names(settings):
+            return None
+        return lambda value: cls.verdict(key, value, settings) is not None

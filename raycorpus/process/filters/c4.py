@@ -23,7 +23,7 @@ Deliberate differences from datatrove:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import Field
@@ -138,6 +138,13 @@ class C4Filter(Filter):
         if cfg.drop_curly_brace:
             signals["c4.curly_brace"] = page_hits["curly_brace"]
         return FilterResult(reason=reason, signals=signals, text=new_text if new_text != text else None)
+
+    @classmethod
+    def signal_rule(cls, signal: str, settings: C4Config, lang: str | None) -> Callable[[float], bool] | None:
+        if signal == "c4.sentences":
+            return lambda n: sentence_verdict(int(n), settings) is not None
+        on = {"c4.lorem_ipsum": settings.drop_lorem_ipsum, "c4.curly_brace": settings.drop_curly_brace}.get(signal)
+        return (lambda hit: hit >= 1) if on else None
 
     @classmethod
     def decide(cls, signals: Mapping[str, Any], settings: C4Config, recorded: str | None) -> str | None:

@@ -16,7 +16,7 @@ keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -94,6 +94,13 @@ class LanguageFilter(Filter):
         doc.metadata["lang_score"] = score
         return FilterResult(reason=verdict(label, score, self.keep, self.threshold, self.thresholds),
                             signals={"lang": label, "lang_score": score})
+
+    @classmethod
+    def signal_rule(cls, signal: str, settings: LangIdConfig, lang: str | None) -> Callable[[float], bool] | None:
+        if signal != "lang_score" or lang is None:
+            return None
+        keep = frozenset(settings.keep) if settings.keep is not None else None
+        return lambda score: verdict(lang, score, keep, settings.threshold, settings.thresholds) is not None
 
     @classmethod
     def decide(cls, signals: Mapping[str, Any], settings: LangIdConfig, recorded: str | None) -> str | None:

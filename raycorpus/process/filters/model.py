@@ -7,7 +7,7 @@ model's top ``TOP_K``); documents scoring below ``threshold`` are dropped with r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import Field
@@ -55,6 +55,10 @@ class ModelQualityFilter(Filter):
         doc.metadata["model_quality"] = score
         signals = {"model_quality": score}
         return FilterResult(reason=verdict(score, self.cfg), signals=signals)
+
+    @classmethod
+    def signal_rule(cls, signal: str, settings: ModelQualityConfig, lang: str | None) -> Callable[[float], bool] | None:
+        return (lambda score: verdict(score, settings) is not None) if signal == "model_quality" else None
 
     @classmethod
     def decide(cls, signals: Mapping[str, Any], settings: ModelQualityConfig, recorded: str | None) -> str | None:

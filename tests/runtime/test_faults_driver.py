@@ -22,7 +22,13 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import SHARDS_DIR, TOKENS_DIR
 from raycorpus.runtime.faults import FAULT_ENV
-from tests.support.corpus import actor_pids, shard_digests, wait_for_checkpoints, wait_until_no_actors
+from tests.support.corpus import (
+    actor_pids,
+    report_data,
+    shard_digests,
+    wait_for_checkpoints,
+    wait_until_no_actors,
+)
 from tests.support.servers import LocalHTTPServer
 
 N_WARCS = 8  # the crawl fixture's
@@ -47,6 +53,7 @@ def _assert_complete_and_identical(out: Path, ref_out: Path, ref_summary: dict) 
     assert shard_digests(out) == shard_digests(ref_out)
     assert s["complete"] and s["docs"] == ref_summary["docs"] and s["tokens"] == ref_summary["tokens"]
     assert [e["ordinal"] for e in Ledger(Storage(), str(out)).iter_entries()] == list(range(N_WARCS))
+    assert report_data(out) == report_data(ref_out)  # the report's histograms and samples too
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "verify", str(out)], capture_output=True, text=True,
                        check=False)
     assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout

@@ -96,3 +96,17 @@ def wait_for_checkpoints(proc: subprocess.Popen, out: Path, n: int) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"the run ended (exit {proc.poll()}) or stalled before checkpoint {n}")
+
+
+RUN_SPECIFIC = ("timeline", "config", "versions", "retries", "retry_examples")  # times, settings, this run's retries
+
+
+def report_data(out: Path) -> dict:
+    """The output's report data as of its last checkpoint, without what depends on the run rather than on
+    (manifest, config): timings, the config as written (worker counts), versions and retried attempts."""
+    from raycorpus.output.report_state import ReportState
+
+    state = Ledger(Storage(), str(out)).load()
+    assert state.report is not None, f"{out}: no report data named by its ledger"
+    data = ReportState.read(Storage(), str(out), state.report).to_json()
+    return {k: v for k, v in data.items() if k not in RUN_SPECIFIC}

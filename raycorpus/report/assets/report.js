@@ -128,8 +128,8 @@ function signalCard(perLang, index) {
     const keptBin = c.edges.map((e, i) => cuts.every((t) => t.keep === "below" ? i < t.at : i >= t.at));
     const passed = c.counts.reduce((a, n, i) => a + (keptBin[i] ? n : 0), 0);
     const labels = c.edges.map((e, i) => `${fmt(e)} – ${i + 1 < c.edges.length ? fmt(c.edges[i + 1]) : "∞"}`);
-    const data = [{type: "bar", x: c.edges.map((_, i) => i + 0.5), y: c.counts, width: 0.95, text: labels,
-      hovertemplate: "%{text}: %{y} documents<extra></extra>",
+    const data = [{type: "bar", x: c.edges.map((_, i) => i + 0.5), y: c.counts, width: 0.95, customdata: labels,
+      hovertemplate: "%{customdata}: %{y} documents<extra></extra>",
       marker: {color: keptBin.map((k) => cuts.length ? (k ? "#4c9a5b" : "#c8553d") : "#3b6fb6")}}];
     const ticks = tickIndexes(c.edges.length);
     const layout = {height: 220, margin: {l: 50, r: 10, t: 10, b: 36}, bargap: 0, plot_bgcolor: "white",

@@ -41,4 +41,5 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = build(cfg, progress=args.progress)
     if code == EXIT_OK:
         print(f"\nshards: {root / 'corpus' / 'shards'}   summary: {root / 'corpus' / 'summary.json'}")
+        print(f"report: {root / 'corpus' / 'report.html'}  (open it in a browser; it needs no network)")
     return code

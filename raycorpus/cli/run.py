@@ -45,6 +45,7 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
 
             summary = run_build(cfg, encoder.meta(), progress, select_work(cfg, select), select.identity)
         summary.write(Storage(cfg.storage), cfg.output.path)
+        report = write_report(cfg)
     except (TokenizerError, LedgerError, ManifestError, OutputLocked) as e:
         err(str(e))
         return EXIT_USAGE
@@ -58,20 +59,43 @@ def build(cfg: Config, progress: str | None = None, quiet: bool = False, select:
         return EXIT_STORAGE
     except RunInterrupted:
         err("interrupted: committed WARCs are checkpointed; run the same command again to resume")
+        write_report(cfg, "the committed prefix's ")
         return EXIT_INTERRUPTED
     except RunAborted as e:
         os.environ["RAY_IGNORE_UNHANDLED_ERRORS"] = "1"
         err(f"run aborted: {e}")
+        write_report(cfg, "the committed prefix's ")
         return EXIT_FAILED
     finally:
         stop_ray()
     if not quiet:
         print(format_summary(summary))
+        if report is not None:
+            print(f"report        {report}")
     if _budget_exceeded(cfg, summary):
         err(f"{summary.warcs.failed} WARCs failed, over the failure budget "
             f"({cfg.run.failure_budget}); they are listed above and in summary.json")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def write_report(cfg: Config, what: str = "") -> str | None:
+    """Write ``report.html`` into the output (unless ``output.report`` is off); its path, or None. Never fails
+    the run: a report that cannot be written is said, and ``raycorpus report OUTPUT`` can write it later."""
+    if not cfg.output.report.enabled:
+        return None
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.report import write_report as write
+
+    try:
+        path = write(Storage(cfg.storage), cfg.output.path)
+    except Exception as e:  # the corpus is written and checkpointed whatever happens here
+        err(f"could not write {what}report ({type(e).__name__}: {e}); `raycorpus report {cfg.output.path}` "
+            "writes it from the output")
+        return None
+    if what:
+        err(f"{what}report: {path}")
+    return path
 
 
 def _overrides(args: argparse.Namespace) -> dict:

@@ -23,7 +23,16 @@ import zstandard
 
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.process.dedup.index import KEEP, KINDS, Decision, split_gid
-from raycorpus.process.profile import COUNT, PASSED, UNIT, SampleBounds, SampleDoc, WarcProfile, smallest
+from raycorpus.process.profile import (
+    COUNT,
+    NO_BOUND,
+    PASSED,
+    UNIT,
+    SampleBounds,
+    SampleDoc,
+    WarcProfile,
+    smallest,
+)
 
 REPORT_DIR = "report"
 KEPT, DEDUP = "kept", "dedup"  # outcomes of the documents that passed the filters
@@ -38,31 +47,56 @@ def state_name(seq: int) -> str:
 
 @dataclass
 class TopCounts:
-    """The heaviest keys of a stream of (key, count) in bounded memory (Misra-Gries, merged in batches):
-    a key's count is a lower bound, short of the truth by at most ``error``; any key whose true count
-    exceeds ``error`` is kept."""
+    """The heaviest 64-bit keys of a stream of (key, count) in bounded memory (Misra-Gries, merged a batch at a
+    time, as arrays): a key's count is a lower bound, short of the truth by at most ``error``; any key whose
+    true count exceeds ``error`` is kept. ``names``: what a key stands for, kept for the keys in the table."""
 
     capacity: int = TOP_CAPACITY
-    counts: dict[str, int] = field(default_factory=dict)
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     error: int = 0
+    names: dict[int, str] = field(default_factory=dict)
+    _named: np.ndarray | None = field(default=None, repr=False, compare=False)  # the keys of ``names``, as an array
 
-    def add(self, keys: list[str], counts: list[int]) -> None:
-        for k, c in zip(keys, counts, strict=True):
-            self.counts[k] = self.counts.get(k, 0) + int(c)
-        if len(self.counts) > self.capacity:
-            cut = sorted(self.counts.values(), reverse=True)[self.capacity]
-            self.counts = {k: c - cut for k, c in self.counts.items() if c > cut}
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Add a batch (keys distinct); return which of ``keys`` are in the table now."""
+        merged, inverse = np.unique(np.concatenate([self.keys, np.asarray(keys, np.uint64)]), return_inverse=True)
+        totals = np.bincount(inverse, weights=np.concatenate([self.counts, counts]), minlength=merged.size)
+        totals = np.rint(totals).astype(np.int64)
+        if merged.size > self.capacity:
+            cut = int(np.partition(totals, merged.size - self.capacity - 1)[merged.size - self.capacity - 1])
+            kept = totals > cut
+            merged, totals = merged[kept], totals[kept] - cut
             self.error += cut
+        self.keys, self.counts = merged, totals
+        if len(self.names) > 2 * self.capacity:
+            self.names = {int(k): self.names[int(k)] for k in merged if int(k) in self.names}
+            self._named = None
+        return np.isin(keys, merged)
 
-    def top(self, n: int) -> list[tuple[str, int]]:
-        return sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    def named(self, keys: np.ndarray) -> np.ndarray:
+        """Which of ``keys`` have a name."""
+        if self._named is None:
+            self._named = np.fromiter(self.names, np.uint64, len(self.names))
+        return np.isin(keys, self._named)
+
+    def name(self, keys: np.ndarray, names: list[str]) -> None:
+        self.names.update(zip(keys.tolist(), names, strict=True))
+        self._named = None
+
+    def top(self, n: int) -> list[tuple[int, int]]:
+        order = np.lexsort((self.keys, -self.counts))[:n]
+        return [(int(self.keys[i]), int(self.counts[i])) for i in order]
 
     def to_json(self) -> dict:
-        return {"capacity": self.capacity, "counts": self.counts, "error": self.error}
+        names = {str(int(k)): self.names[int(k)] for k in self.keys if int(k) in self.names}
+        return {"capacity": self.capacity, "keys": [str(int(k)) for k in self.keys], "counts": self.counts.tolist(),
+                "error": self.error, "names": names}
 
     @classmethod
     def from_json(cls, d: dict) -> TopCounts:
-        return cls(d["capacity"], dict(d["counts"]), d["error"])
+        return cls(d["capacity"], np.array([int(k) for k in d["keys"]], np.uint64), np.array(d["counts"], np.int64),
+                   d["error"], {int(k): v for k, v in d.get("names", {}).items()})
 
 
 @dataclass
@@ -120,8 +154,8 @@ class ReportState:
         if not mask.any():
             return
         chars, tokens = profile.chars[mask], profile.tokens[mask]
-        _add_into(self.lengths, {("chars", outcome): COUNT.histogram(chars), ("tokens", outcome):
-                                 COUNT.histogram(tokens)})
+        _add_into(self.lengths, {(measure, outcome): np.bincount(bins[mask], minlength=len(COUNT))
+                                 for measure, bins in (("chars", profile.char_bin), ("tokens", profile.token_bin))})
         lang = profile.lang[mask]
         n = len(profile.lang_names)
         per = [np.bincount(lang, weights=w, minlength=n) for w in (None, chars, tokens)]
@@ -136,11 +170,13 @@ class ReportState:
         if not dups.any():
             return
         matched, counts = np.unique(decision.dup_of[dups], return_counts=True)
-        self.clusters.add(["/".join(map(str, split_gid(int(g)))) for g in matched], counts.tolist())
-        per_host = np.bincount(profile.host[dups])
-        names = profile.host_names()
-        hosts = np.flatnonzero(per_host)
-        self.domains.add([names[h] or "(no host)" for h in hosts], per_host[hosts].tolist())
+        self.clusters.add(matched, counts)
+        hosts, counts = np.unique(profile.host[dups], return_counts=True)
+        keys = profile.host_keys[hosts]
+        unnamed = self.domains.add(keys, counts) & ~self.domains.named(keys)
+        if unnamed.any():  # a host new to the table: its name (the WARC's host list is split only then)
+            names = profile.host_names()
+            self.domains.name(keys[unnamed], [names[h] or "(no host)" for h in hosts[unnamed]])
 
     def _samples(self, candidates: list[SampleDoc], decision: Decision | None) -> None:
         """Merge a WARC's sample candidates; a passed one is labelled by the dedup decision."""
@@ -149,9 +185,12 @@ class ReportState:
             if s.pool == PASSED:
                 _label(s, decision)
             by_pool.setdefault(s.pool, []).append(s)
+        bounds = self.bounds()
         for pool, new in by_pool.items():
-            size = self.samples_passed if pool == PASSED else self.samples_per_reason
-            self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
+            new = [s for s in new if s.key <= bounds.get(pool, NO_BOUND)]  # most candidates stop here
+            if new:
+                size = self.samples_passed if pool == PASSED else self.samples_per_reason
+                self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
 
     def bounds(self) -> SampleBounds:
         """Per pool whose sample is full, the largest key still in it: a worker sends no document above it."""

@@ -81,6 +81,12 @@ def sample_key(record_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8, person=b"rc-sample").digest(), "little")
 
 
+def host_keys(hosts: list[str]) -> np.ndarray:
+    """A 64-bit key of each host (the duplicate-domain table is keyed by it)."""
+    return np.fromiter((int.from_bytes(hashlib.blake2b(h.encode(), digest_size=8).digest(), "little")
+                        for h in hosts), np.uint64, len(hosts))
+
+
 def host_of(url: str) -> str:
     try:
         return (urlsplit(url).hostname or "").removeprefix("www.")
@@ -134,8 +140,11 @@ class WarcProfile:
     lang: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))  # per decided document
     chars: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    char_bin: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # COUNT bin of chars (and tokens):
+    token_bin: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # binned here, not on the head
     host: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     hosts: str = ""  # the hosts ``host`` indexes, joined by newlines (split only when needed)
+    host_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))  # a 64-bit key of each of them
     open: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # passed the filters (tag mode: no would_drop)
     samples: list[SampleDoc] = field(default_factory=list)
 
@@ -160,9 +169,9 @@ class WarcProfile:
             lang_rows.append(lang_map[p.lang] if p.lang.size else p.lang)
             host_rows.append(host_map[p.host] if p.host.size else p.host)
             out.samples += p.samples
-        out.lang_names, out.hosts = list(langs), "\n".join(hosts)
+        out.lang_names, out.hosts, out.host_keys = list(langs), "\n".join(hosts), host_keys(list(hosts))
         out.lang, out.host = np.concatenate(lang_rows).astype(np.uint16), np.concatenate(host_rows).astype(np.uint32)
-        for f in ("chars", "tokens", "open"):
+        for f in ("chars", "tokens", "char_bin", "token_bin", "open"):
             setattr(out, f, np.concatenate([getattr(p, f) for p in parts]))
         return out
 
@@ -198,8 +207,8 @@ class ProfileRecorder:
         self.pools: dict[str, list[SampleDoc]] = defaultdict(list)  # sample candidates per pool
         self.local_bound: dict[str, int] = {}  # pool -> the largest key of its smallest ``size`` so far
 
-    def signal(self, name: str, value: float | int | str, lang: str | None) -> None:
-        if isinstance(value, str):
+    def signal(self, name: str, value: float | int | str | None, lang: str | None) -> None:
+        if not isinstance(value, int | float):  # a label (``lang``) or a value the stage left unset
             return
         self.values[name, lang or UNKNOWN_LANG].append(float(value))
         self.doc_signals[name] = value
@@ -248,14 +257,16 @@ class ProfileRecorder:
     def finish(self, tokens: np.ndarray | None) -> WarcProfile:
         rows = np.array(self.rows, np.int64).reshape(-1, 4)
         n = len(rows)
+        tokens = np.zeros(n, np.uint32) if tokens is None else np.asarray(tokens, np.uint32)
         p = WarcProfile(
             signals={k: scale_of(k[0]).histogram(v) for k, v in self.values.items()},
             dropped_chars={s: COUNT.histogram(v) for s, v in self.dropped_lengths.items()},
             langs=self.langs, lang_chars=self.lang_chars, reasons=self.reasons, lang_names=list(self.lang_index),
             lang=rows[:, 0].astype(np.uint16),
             chars=rows[:, 1].astype(np.uint32), host=rows[:, 2].astype(np.uint32), hosts="\n".join(self.host_index),
-            open=rows[:, 3].astype(bool),
-            tokens=np.zeros(n, np.uint32) if tokens is None else np.asarray(tokens, np.uint32),
+            host_keys=host_keys(list(self.host_index)), open=rows[:, 3].astype(bool),
+            tokens=tokens, char_bin=COUNT.bins(rows[:, 1]).astype(np.uint8),
+            token_bin=COUNT.bins(tokens).astype(np.uint8),
             samples=[s for pool, cands in sorted(self.pools.items()) for s in smallest(cands, self._size(pool))])
         return p
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from raycorpus.config import Config
 from raycorpus.output.report_state import DEDUP, KEPT, ReportState
+from raycorpus.process.dedup.index import split_gid
 from raycorpus.process.filters.registry import DEFAULT_CHAIN, stages
 from raycorpus.process.profile import COUNT, PASSED, UNIT
 from raycorpus.report.signals import signal_charts
@@ -85,7 +86,7 @@ def _duration(seconds: float) -> str:
 def _timeline_figures(timeline: list[list[float]]) -> list[dict]:
     """docs/s and tokens/s between checkpoints (at least a second apart), and the workers, over time."""
     timeline = _spaced(timeline, 1.0)
-    if len(timeline) < 2:
+    if len(timeline) < 4:  # too short a run for a rate over time
         return []
     t = np.array([p[0] for p in timeline])
     docs, tokens = np.array([p[2] for p in timeline]), np.array([p[3] for p in timeline])
@@ -301,9 +302,9 @@ def dedup(view: OutputView) -> dict | None:
     if r.similarity.any():
         threshold = cfg.dedup.threshold + cfg.dedup.verify_margin if cfg is not None else None
         out["figures"].append({"id": "dedup-similarity", "figure": _similarity(r.similarity, threshold)})
-    out["clusters"] = [{"doc": k, "duplicates": v} for k, v in r.clusters.top(TOP)]
+    out["clusters"] = [{"doc": "/".join(map(str, split_gid(k))), "duplicates": v} for k, v in r.clusters.top(TOP)]
     out["clusters_error"] = r.clusters.error
-    out["domains"] = [{"domain": k, "duplicates": v} for k, v in r.domains.top(TOP)]
+    out["domains"] = [{"domain": r.domains.names.get(k, "?"), "duplicates": v} for k, v in r.domains.top(TOP)]
     out["domains_error"] = r.domains.error
     out["figures"].append({"id": "dedup-domains", "figure": figure(
         [{"type": "bar", "orientation": "h", "y": [d["domain"] for d in out["domains"]][::-1],
@@ -369,7 +370,7 @@ def documents(view: OutputView) -> dict | None:
     if r is None:
         return None
     docs = []
-    for pool, samples in sorted(r.samples.items()):
+    for pool, samples in sorted(r.samples.items(), key=lambda kv: (kv[0] != PASSED, kv[0])):  # passed ones first
         for d in samples:
             docs.append({**d.to_json(), "key": str(d.key), "lang": d.lang or NO_LANGUAGE,
                          "reason": d.label or pool, "pool": "passed the filters" if pool == PASSED else "dropped"})

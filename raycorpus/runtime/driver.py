@@ -154,8 +154,11 @@ class _Build:
         self.pool.resize(force=True)  # the workers start (imports, models) while the commit path's actors do
         self.committer = Committer(cfg, token_meta, lock.run_id, ledger, self.metrics, state, priors)
         self.start = self.committer.next_commit
+        report = self.committer.report
         self.dispatcher = Dispatcher(cfg, self.pool, work.tasks(self.start), self.metrics,
-                                     need_docs=self.committer.writers is not None)
+                                     need_docs=self.committer.writers is not None,
+                                     bounds=self.committer.sample_bounds if report is not None else None,
+                                     retried=report.retried if report is not None else None)
 
     def run(self, progress_mode: str | None) -> RunSummary:
         progress = None
@@ -210,6 +213,7 @@ class _Build:
                 self.committer.add(item)
             if self.committer.writers is not None:
                 self.committer.writers.resize(self.pool.most)
+            self.committer.workers = len(self.pool.ready)
             self.committer.commit_ready()
             while self.committer.lost:
                 self.dispatcher.redo(self.committer.lost.pop())

@@ -34,6 +34,7 @@ from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.output.summary import RunSummary
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
+from raycorpus.process.profile import WarcProfile
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime.actors import Measured, eligible_for_dedup
@@ -86,9 +87,12 @@ def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> War
         lengths.append(base.lengths)
         counts.update(base.counts)
         read += base.bytes_read
+    parts = [cached[n % len(cached)] for n in range(ordinal * plan.parts, (ordinal + 1) * plan.parts)]
+    profile = WarcProfile.joined([p.profile for p in parts]) if parts[0].profile is not None else None
     return WarcResult(ordinal, f"replay://{ordinal}", docs, np.concatenate(hashes),
                       np.concatenate(sigs) if sigs else None, counts, read, time.perf_counter() - t0,
-                      np.concatenate(tokens), np.concatenate(lengths), np.concatenate(urls) if urls else None)
+                      np.concatenate(tokens), np.concatenate(lengths), np.concatenate(urls) if urls else None,
+                      profile=profile)
 
 
 @ray.remote
@@ -105,7 +109,10 @@ class ReplayWorker(Measured):
         return self.node_id
 
     @ray.method(num_returns=4)
-    def process(self, ordinal: int, url: str) -> tuple[WarcSummary, list, DedupPayload, WarcTokens]:
+    def process(self, ordinal: int, url: str, part: None = None, bounds: dict | None = None
+                ) -> tuple[WarcSummary, list, DedupPayload, WarcTokens]:
+        """WARC ``ordinal`` replayed. ``part`` and the report's sample ``bounds`` are not used: the cached results'
+        profiles travel as they were made, so the head sums report data as in a real run."""
         result = replay_warc(self.cached, self.plan, ordinal)
         summary = result.summary()
         summary.node = self.node_id

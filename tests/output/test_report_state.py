@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -50,8 +52,10 @@ def test_kept_and_duplicates_follow_the_dedup_decision(results):
     assert sum(int(v[0]) for (_, outcome), v in state.langs.items() if outcome == KEPT) == kept
     assert sum(int(v[0]) for (_, outcome), v in state.langs.items() if outcome == DEDUP) == dups
     assert int(state.lengths["tokens", KEPT].sum()) == kept and int(state.lengths["chars", DEDUP].sum()) == dups
-    assert sum(state.clusters.counts.values()) == dups and state.clusters.error == 0
-    assert sum(state.domains.counts.values()) == dups
+    assert int(state.clusters.counts.sum()) == dups and state.clusters.error == 0
+    assert int(state.domains.counts.sum()) == dups
+    hosts = {d.url.split("/")[2].removeprefix("www.") for r, _ in rs for d in r.docs}
+    assert set(state.domains.names.values()) <= hosts
     # every near duplicate was verified; so were candidates found below the threshold
     near = sum(int((d.kind == 2).sum()) for _, d in rs)
     assert int(state.similarity.sum()) >= near > 0
@@ -108,19 +112,20 @@ def test_timeline_stays_bounded():
 
 def test_top_counts_are_exact_below_capacity_and_lower_bounds_past_it():
     rng = np.random.default_rng(0)
-    truth: dict[str, int] = {}
+    truth: dict[int, int] = {}
     top = TopCounts(capacity=20)
     for _ in range(200):  # batches: a few heavy keys among many light ones
-        keys = [f"heavy{i}" for i in rng.integers(0, 5, 20)] + [f"light{i}" for i in rng.integers(0, 5000, 40)]
+        keys = np.concatenate([rng.integers(0, 5, 20), rng.integers(1000, 6000, 40)]).astype(np.uint64)
         uniq, counts = np.unique(keys, return_counts=True)
-        for k, c in zip(uniq, counts, strict=True):
-            truth[str(k)] = truth.get(str(k), 0) + int(c)
-        top.add(uniq.tolist(), counts.tolist())
-    for k, c in top.counts.items():
+        for k, c in zip(uniq.tolist(), counts.tolist(), strict=True):
+            truth[k] = truth.get(k, 0) + c
+        top.add(uniq, counts)
+    for k, c in zip(top.keys.tolist(), top.counts.tolist(), strict=True):
         assert c <= truth[k] <= c + top.error
     heavy = sorted(truth, key=truth.get, reverse=True)[:5]
     assert [k for k, _ in top.top(5)] == heavy and top.error < min(truth[k] for k in heavy)
     small = TopCounts(capacity=100)
-    small.add(["a", "b"], [3, 1])
-    small.add(["a"], [2])
-    assert small.top(5) == [("a", 5), ("b", 1)] and small.error == 0
+    small.add(np.array([7, 2**63 + 1], np.uint64), np.array([3, 1]))
+    small.add(np.array([7], np.uint64), np.array([2]))
+    assert small.top(5) == [(7, 5), (2**63 + 1, 1)] and small.error == 0
+    assert TopCounts.from_json(json.loads(json.dumps(small.to_json()))).top(5) == small.top(5)

@@ -70,10 +70,13 @@ function overview(d) {
     d.settings.map((s) => ({setting: s.setting, value: JSON.stringify(s.value)})), "settings")
     : el("p", {class: "note", text: "no settings recorded (an output written before the report)"});
   const versions = Object.entries(d.versions).map(([k, v]) => `${k} ${v}`).join(" · ");
+  const numbers = el("div", {class: "numbers"}, el("h3", {text: "Settings that differ from the defaults"}), settings,
+    el("p", {class: "note", text: versions ? "versions: " + versions : ""}));
+  const timeline = d.figures.length ? el("div", {class: "chart"}, d.figures.map((f) => chart(f.id, f.figure)))
+    : el("p", {class: "note", text: "No throughput over time: the run was too short (checkpoints under a second "
+      + "apart)."});
   return [cards, d.covered ? el("div", {class: "banner", text: d.covered}) : null,
-    el("div", {class: "row"}, el("div", {class: "chart"}, d.figures.map((f) => chart(f.id, f.figure))),
-      el("div", {class: "numbers"}, el("h3", {text: "Settings that differ from the defaults"}), settings,
-        el("p", {class: "note", text: versions ? "versions: " + versions : ""})))];
+    d.figures.length ? el("div", {class: "row"}, timeline, numbers) : [timeline, numbers]];
 }
 
 function funnel(d) {

@@ -4,25 +4,15 @@ depend on the worker count, bad input exits 2, an output without report data ren
 from __future__ import annotations
 
 import itertools
-import json
-import re
-from pathlib import Path
 
 import pytest
 
 from raycorpus.cli import main
 from raycorpus.process.profile import PASSED
 from tests.support.corpus import make_config, report_data, run
+from tests.support.report import page_data
 
 MAX_DEMO_BYTES = 10_000_000
-
-
-def page_data(html_file: Path) -> dict:
-    """The JSON the page renders from."""
-    text = html_file.read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
-    assert found, "no report data in the page"
-    return json.loads(found.group(1))
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from tests.support.corpus import (
     wait_for_checkpoints,
     wait_until_no_actors,
 )
+from tests.support.report import page_data
 from tests.support.servers import LocalHTTPServer
 
 N_WARCS = 8  # the crawl fixture's
@@ -261,6 +262,10 @@ def test_sigterm_checkpoints_exits_130_and_a_rerun_resumes(reference, crawl, tmp
         assert proc.returncode == 130, stderr[-2000:]
         done = ledger.load().next_ordinal
         assert 0 < done < N_WARCS  # with a 3600 s interval only the interrupt wrote a checkpoint
+        # the report of the committed prefix, which says it is partial
+        assert f"the committed prefix's report: {out / 'report.html'}" in stderr
+        page = page_data(out / "report.html")
+        assert page["partial"] and page["committed"] == done and page["total"] == N_WARCS
         second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
     s = _assert_complete_and_identical(out, ref_out, ref_summary)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.storage import NotFound, Storage, is_remote
 from raycorpus.output.ledger import RUN_FILE, Ledger, LedgerError, LedgerState
@@ -74,23 +73,18 @@ def _config(report: ReportState | None) -> Config | None:
 
 
 def _summary(storage: Storage, url: str, state: LedgerState, run: dict, config: Config | None) -> RunSummary:
-    """The ledger's totals as a run summary; the last run's own figures (``this_run``) from summary.json when it
-    describes this very state."""
+    """The ledger's totals as a run summary: summary.json when it describes this very state (then with the last
+    run's own figures, ``this_run``), else built from the ledger (a partial output has none, or an older one)."""
     try:
         written = RunSummary.read(storage, url)
     except NotFound:
         written = None
-    current = written is not None and written.warcs.committed == state.committed and written.complete == \
-        state.complete and written.docs.in_ == _html(state)
-    if current:
+    total = int(run.get("warcs") or 0)
+    built = build_summary(config.output.path if config is not None else url, state, total, ThisRun())
+    if written is not None and (written.warcs, written.docs, written.complete) == (built.warcs, built.docs,
+                                                                                   built.complete):
         return written
-    this_run = ThisRun()
-    out = config.output.path if config is not None else (written.output if written is not None else url)
-    return build_summary(out, state, int(run.get("warcs") or 0), this_run)
-
-
-def _html(state: LedgerState) -> int:
-    return state.totals[ck.HTML]
+    return built
 
 
 def _files(storage: Storage, url: str) -> list[tuple[str, int]]:

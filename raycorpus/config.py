@@ -259,6 +259,8 @@ class Config(_Model):
             d["dedup"].pop("verify_sketch")
         else:
             d["dedup"].pop("signature_bits", None)  # the OPH sketch does not use it
+        if self.dedup.verify_sketch != "oph" or self.dedup.oph_bits == 1:  # 1 bit: the sketch of before oph_bits
+            d["dedup"].pop("oph_bits")  # existed (and minhash does not use it): the same fingerprint
         if not d["dedup"]["verify_margin"]:  # likewise: 0 decides as before verify_margin
             d["dedup"].pop("verify_margin")
         if not d["dedup"]["index_duplicates"]:  # likewise: only kept documents were indexed before

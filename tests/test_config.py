@@ -83,6 +83,9 @@ TAGGED = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"pa
 # the same configs' fingerprints with 16-bit MinHash verification (the default before the OPH sketch)
 FINGERPRINTS_16_BITS = {"c37f865cb42557e9": "4be0e95d94b94150", "fd3c321360727956": "24d2d3ad570b3b5b",
                         "5caaa300316c3154": "58f2b71c530f2f99"}
+# ... and with the 1-bit OPH sketch and verify_margin 0.005 (the defaults before oph_bits)
+FINGERPRINTS_ONE_BIT_OPH = {"c37f865cb42557e9": "984c767884119446", "fd3c321360727956": "35008dd380ee0c05",
+                            "5caaa300316c3154": "bf05a7c1e74da1b7"}
 
 
 @pytest.mark.parametrize("source, fingerprint", [
@@ -120,6 +123,15 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     sixteen = {**old, "dedup": {**old["dedup"], "signature_bits": 16}}  # 0.2's defaults
     assert config_from_dict(sixteen).fingerprint() == FINGERPRINTS_16_BITS[fingerprint]
     assert config_from_dict(raw).fingerprint() != FINGERPRINTS_16_BITS[fingerprint]
+    # the near-dedup parameters chosen on the tuning halves (2-bit OPH samples, margin 0.0125) change the output;
+    # the 1-bit sketch and margin 0.005 written out give the output, and the fingerprint, of the defaults before
+    one_bit = {"signature_bits": 16, "url": True, "verify_sketch": "oph", "index_duplicates": True,
+               "verify_margin": 0.005}
+    before_two_bits = {**old, "dedup": {**old["dedup"], **one_bit, "oph_bits": 1}}
+    assert config_from_dict(before_two_bits).fingerprint() == FINGERPRINTS_ONE_BIT_OPH[fingerprint]
+    for new_value in ({"oph_bits": 2}, {"verify_margin": 0.0125}, {"oph_bits": 4}):
+        changed = {**before_two_bits, "dedup": {**before_two_bits["dedup"], **new_value}}
+        assert config_from_dict(changed).fingerprint() != FINGERPRINTS_ONE_BIT_OPH[fingerprint]
     from raycorpus.process.filters import DEFAULT_CHAIN
 
     explicit = {**old, "filters": {**filters, "chain": list(DEFAULT_CHAIN)}}

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder holding trafilatura-eval/ and readability/")
     e.add_argument("--langid", default="../shared/data/langid/sample_20_per_lang.jsonl")
     e.add_argument("--warc", default="../shared/data/warc",
-                   help="WARCs whose pages time each language ID backend on real text")
+                   help="WARCs whose pages time each language ID backend on real text and make the near-dup web set")
     e.add_argument("--decontam", default="../shared/data/decontam",
                    help="GSM8K / HumanEval / MMLU / MT-Bench folders: items injected into the extraction set's pages")
     e.add_argument("--decontam-every", type=int, default=1, help="test every k-th benchmark item")

@@ -96,7 +96,7 @@ per-language defaults and how to add a stage: [The quality chain](quality.md).""
     "dedup": """\
 How the decisions are taken, what the index costs and deduplicating against earlier builds:
 [Dedup](dedup.md). `preset`, `bands`, `rows`, `num_perm`, `ngram`, `seed`, `verify`, `threshold`,
-`verify_sketch`, `signature_bits`, `verify_margin` and `index_duplicates` change the output.""",
+`verify_sketch`, `signature_bits`, `oph_bits`, `verify_margin` and `index_duplicates` change the output.""",
     "storage": """\
 S3 uses boto3's standard credential chain (environment, shared config, instance role); credentials are
 never written in the config or logged. `s3_endpoint_url` (or `AWS_ENDPOINT_URL`) points it at any

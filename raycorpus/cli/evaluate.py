@@ -439,11 +439,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         pages = [t for _, html, _ in load_trafilatura_eval(Path(args.extraction) / "trafilatura-eval")
                  if (t := extract(html))]
         results["language_defaults"] = eval_language_defaults(pages, args.langid, args.repeats)
-    if Path(args.extraction).is_dir():  # near dedup: real pages' versions (doc level), hard set (pairwise), memory
+    if Path(args.extraction).is_dir():  # near dedup: both labelled sets by half (doc level), hard set, memory
         from raycorpus.process.dedup.neareval import evaluate_near_dedup
 
         results["dedup"] = evaluate_near_dedup(args.extraction, load_config(args.config).dedup if args.config else None,
-                                               every=args.dedup_every)
+                                               every=args.dedup_every, warc_dir=args.warc)
     if not results:
         return EXIT_USAGE
     print(json.dumps(results, indent=1) if args.json else format_eval(results))

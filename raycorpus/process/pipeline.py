@@ -67,7 +67,7 @@ class WarcProcessor:
         self.report = cfg.output.report
         self.recorder: ProfileRecorder | None = None  # the WARC being processed's, when the output has a report
         d = cfg.dedup
-        self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph") if d.near else None
+        self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph", d.oph_bits) if d.near else None
         if self.minhasher is not None:
             self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
 

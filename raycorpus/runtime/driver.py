@@ -26,7 +26,7 @@ from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import DedupStats, RunSummary, ThisRun, build_summary
-from raycorpus.process.dedup.prior import against_changed, dedup_keys, open_priors
+from raycorpus.process.dedup.prior import against_changed, dedup_changes, dedup_decision, dedup_keys, open_priors
 from raycorpus.process.extract_rules import RULES_REVISION
 from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
@@ -64,9 +64,12 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
         if key == "dedup_against" and old.get(key) != run.get(key):
             raise LedgerError(f"output {ledger.out_url}: {against_changed(old.get(key), run.get(key))}")
         if old.get(key) != run.get(key):
+            changed = dedup_changes(old, run) if key == "config_fingerprint" else []  # name what is known to differ
             raise LedgerError(
                 f"output {ledger.out_url} was started with a different {key} "
-                f"({old.get(key)!r}, now {run.get(key)!r}); use a new output path or the original settings"
+                f"({old.get(key)!r}, now {run.get(key)!r})"
+                + (f": its dedup settings differ ({'; '.join(changed)})" if changed else "")
+                + "; use a new output path or the original settings"
             )
     if "extract_rules" in old and old["extract_rules"] != run.get("extract_rules"):  # (outputs of before: unknown)
         raise LedgerError(f"output {ledger.out_url} was extracted with the extraction rules of revision "
@@ -101,7 +104,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             "tokenizer_sha256": token_meta["tokenizer_sha256"],
             "token_meta": token_meta,
             **({"source": source} if source is not None else {}),
-            **({"dedup_keys": dedup_keys(cfg.dedup)} if cfg.dedup.enabled else {}),
+            **({"dedup_keys": dedup_keys(cfg.dedup), "dedup_decision": dedup_decision(cfg.dedup)}
+               if cfg.dedup.enabled else {}),
             **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
             **({"extract_rules": RULES_REVISION} if work is None and cfg.input.format == "warc" else {}),
         }, lines)

@@ -102,7 +102,10 @@ def test_eval_prints_extraction_and_langid_tables():
         "gsm8k", "humaneval", "mmlu", "mtbench"]
     assert "language defaults (fineweb2 vs none)" in r.stdout and "words zh:" in r.stdout
     near = [line for line in r.stdout.splitlines() if line.startswith("near dedup")]
-    assert len(near) == 1 and "document level" in near[0] and " P " in near[0] and " R " in near[0]
+    assert len(near) == 1 and "document level" in near[0] and "14 bands x 8 rows" in near[0]
+    assert "verify_margin 0.0125" in near[0] and "OPH 768 x 2 bits" in near[0]  # the parameters scored
+    halves = [line.split()[0] for line in r.stdout.splitlines() if line.strip().startswith(("tuning ", "validation "))]
+    assert halves == ["tuning", "validation"] * 2  # P and R per set (extraction, web) and per half
     assert "pairwise on the benchmark's hard set" in r.stdout and "bytes per indexed document" in r.stdout
 
 

@@ -19,7 +19,7 @@ durable record of a committed WARC (:class:`IndexRecord`, ``dedup/NNNNNNNNN.npz`
 gids + hashes + 32-bit signatures (+ sketch) + URL keys, and any shard can be rebuilt from the records of
 the committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps for each document
 it owns the OPH sketch that follows the MinHash values in the row (``verify_sketch: oph``, the default:
-1536 one-bit samples, 192 bytes, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
+192 bytes, 768 two-bit samples with ``oph_bits: 2``, :mod:`raycorpus.process.dedup.sketch`), or with ``verify_sketch:
 minhash`` the low ``signature_bits`` of each MinHash value (b-bit MinHash, the chance agreement of 2**-b
 taken out of the estimate). A candidate is a duplicate at estimated Jaccard >= threshold +
 ``verify_margin``. With ``index_duplicates`` (the default) the near duplicates are indexed (and
@@ -43,7 +43,7 @@ from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.prior import is_prior, local_gid
 from raycorpus.process.dedup.settings import DedupConfig
-from raycorpus.process.dedup.sketch import OPH_BINS, OPH_BITS, OphSketch
+from raycorpus.process.dedup.sketch import OPH_BITS, OphSketch, oph_sketch
 
 _MAX_DOCNO = 2**32 - 2  # table values are uint32 (2**32 - 1 is reserved)
 GID_BITS = 24  # up to 16.7 M filtered documents per WARC (a CC WARC has ~30-40 k records)
@@ -53,7 +53,8 @@ KEEP, EXACT, NEAR, URL = 0, 1, 2, 3
 PRIOR = 3  # added to a kind when the match is an earlier output's document (dedup.against)
 KINDS = {URL: "url", EXACT: "exact", NEAR: "near",
          URL + PRIOR: "prior_url", EXACT + PRIOR: "prior_exact", NEAR + PRIOR: "prior_near"}
-OPH = OphSketch(OPH_BINS, OPH_BITS)  # estimates only: the seed does not matter here
+OPH = oph_sketch(OPH_BITS)  # estimates only: the seed does not matter here; every shape has OPH.words words
+_OPH: dict[int, OphSketch] = {bits: oph_sketch(bits) for bits in (1, 2, 4)}
 
 
 def make_gids(ordinal: int, n: int) -> np.ndarray:
@@ -88,12 +89,14 @@ class Layout:
     sketch: bool = False  # verify by the OPH sketch (raycorpus.process.dedup.sketch) instead of the MinHash values
     index_dups: bool = False  # near duplicates are indexed too
     margin: float = 0.0  # a candidate is a duplicate at estimated Jaccard >= threshold + margin
+    oph_bits: int = 1  # bits of each OPH sample (1536 / oph_bits bins): 1 before dedup.oph_bits existed
 
     @classmethod
     def from_config(cls, cfg: DedupConfig, n_shards: int) -> Layout:
         b, r = cfg.bands_rows
         return cls(n_shards, cfg.exact, cfg.near, cfg.near and cfg.verify, b, r, cfg.signature_bits, cfg.url,
-                   cfg.num_perm, cfg.verify_sketch == "oph", cfg.near and cfg.index_duplicates, cfg.verify_margin)
+                   cfg.num_perm, cfg.verify_sketch == "oph", cfg.near and cfg.index_duplicates, cfg.verify_margin,
+                   cfg.oph_bits)
 
     def exact_keys(self, hashes: np.ndarray, urls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(content keys, URL keys) of documents in the exact table: empty where that kind is off; a
@@ -120,7 +123,7 @@ class Layout:
         """Jaccard estimated from two stored signatures; with b bits, unrelated values agree with
         probability 2**-b, which is taken out: (matches - 2**-b) / (1 - 2**-b)."""
         if self.sketch:
-            return OPH.estimate(a, b)
+            return _OPH[self.oph_bits].estimate(a, b)
         m = float(np.count_nonzero(a == b)) / a.shape[-1]
         chance = 2.0 ** -self.sig_bits
         return max(0.0, (m - chance) / (1.0 - chance))

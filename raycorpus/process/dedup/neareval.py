@@ -1,6 +1,8 @@
 """Near-dedup accuracy and memory for ``raycorpus eval`` (Ray-free).
 
-- document level, on the near-duplicate set of real pages (:mod:`raycorpus.process.dedup.nearset`):
+- document level, on the two labelled near-duplicate sets (:mod:`raycorpus.process.dedup.nearset`: versions of
+  the extraction test pages from several extractors; :mod:`raycorpus.process.dedup.nearweb`: readability and WARC
+  pages with the copies the web makes), each whole and by half (tuning, validation: :meth:`NearSet.halves`):
   the index's own decisions (:class:`Deduplicator` over in-process shards, the documents in the set's
   order as WARCs of ``WARC_DOCS``) against "an earlier document has exact J >= threshold";
 - pairwise, on the hard set of :mod:`raycorpus.process.dedup.benchmark` (pages and four synthetic
@@ -34,43 +36,32 @@ def _scores(predicted: np.ndarray, truth: np.ndarray) -> dict:
 
 
 def _signer(cfg: DedupConfig) -> Signer:
-    return Signer(cfg.num_perm, cfg.ngram, cfg.seed, cfg.verify_sketch == "oph")
+    return Signer(cfg.num_perm, cfg.ngram, cfg.seed, cfg.verify_sketch == "oph", cfg.oph_bits)
 
 
-def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2, rows: np.ndarray | None = None) -> dict:
-    """The index's decisions on the set in order, scored per document (``rows``: the texts' signature rows)."""
-    rows = _signer(cfg).signatures(ns.texts) if rows is None else rows
+def decisions(ns: nearset.NearSet, cfg: DedupConfig, rows: np.ndarray, n_shards: int = 2
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The index's decisions on the set in order, as WARCs of ``WARC_DOCS`` documents: (flagged as a near duplicate,
+    the best Jaccard estimated for a band candidate, NaN for none) per document."""
     cfg = cfg.model_copy(update={"exact": False})  # the set has no exact copies; near dedup alone decides
     layout = Layout.from_config(cfg, n_shards)
     dd = Deduplicator(layout, cfg.threshold, LocalShards(layout))
-    flagged = []
+    flagged, verified = [np.zeros(0, bool)], [np.zeros(0, np.float32)]
     for ordinal, i in enumerate(range(0, len(ns.texts), WARC_DOCS)):
         part = rows[i : i + WARC_DOCS]
         hashes = fmix64(np.arange(i + 1, i + 1 + len(part), dtype=np.uint64))  # distinct: no exact matches
         decision, _ = dd.decide(ordinal, hashes, part)
         flagged.append(decision.kind != KEEP)
+        verified.append(decision.verified)
+    return np.concatenate(flagged), np.concatenate(verified)
+
+
+def document_level(ns: nearset.NearSet, cfg: DedupConfig, n_shards: int = 2, rows: np.ndarray | None = None) -> dict:
+    """The index's decisions on the set in order, scored per document (``rows``: the texts' signature rows)."""
+    rows = _signer(cfg).signatures(ns.texts) if rows is None else rows
+    flagged, _ = decisions(ns, cfg, rows, n_shards)
     return {"docs": len(ns.texts), "true_duplicates": int(ns.true_duplicate.sum()),
-            **_scores(np.concatenate(flagged) if flagged else np.zeros(0, bool), ns.true_duplicate)}
-
-
-MARGINS = (0.0, 0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015)
-
-
-def held_out(ns: nearset.NearSet, cfg: DedupConfig, rows: np.ndarray, margins: tuple[float, ...] = MARGINS,
-             precision: float = 0.99) -> list[dict]:
-    """Two-fold check of ``verify_margin`` (tuned on the whole set): the pages split by parity; on each half the
-    margin with the best recall at ``precision`` or more is chosen, and scored on the other half, with the
-    shipped margin's figures on that half beside it."""
-    halves = [ns.page % 2 == k for k in (0, 1)]
-    scores = [{m: document_level(ns.subset(h), cfg.model_copy(update={"verify_margin": m}), rows=rows[h])
-               for m in sorted({*margins, cfg.verify_margin})} for h in halves]
-    out = []
-    for tune, test in ((0, 1), (1, 0)):
-        meets = [m for m in margins if scores[tune][m]["precision"] >= precision]
-        chosen = max(meets, key=lambda m: (scores[tune][m]["recall"], -m)) if meets else max(margins)
-        out.append({"tuned_on": tune, "margin": chosen, "test": scores[test][chosen],
-                    "shipped": scores[test][cfg.verify_margin]})
-    return out
+            **_scores(flagged, ns.true_duplicate)}
 
 
 def hard_set(texts: list[str], cfg: DedupConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -108,35 +99,71 @@ def bytes_per_doc(n_docs: int = 200_000) -> dict:
     return {"docs": n_docs, **out}
 
 
-def evaluate_near_dedup(extraction_dir: str | Path, cfg: DedupConfig | None = None, every: int = 1) -> dict:
-    """The dedup section of ``raycorpus eval`` (``every``: of every k-th page, memory at 200 k / k documents)."""
+def split_scores(ns: nearset.NearSet, cfg: DedupConfig, rows: np.ndarray | None = None) -> dict:
+    """``cfg``'s document-level scores on the whole set and on each of its halves (:meth:`NearSet.halves`)."""
+    rows = _signer(cfg).signatures(ns.texts) if rows is None else rows
+    tuning = ns.halves()
+    return {"pages": len(set(ns.page.tolist())), "clusters": len(set(ns.clusters().tolist())),
+            "all": document_level(ns, cfg, rows=rows),
+            "tuning": document_level(ns.subset(tuning), cfg, rows=rows[tuning]),
+            "validation": document_level(ns.subset(~tuning), cfg, rows=rows[~tuning]),
+            "skipped_extractors": ns.skipped}
+
+
+def parameters(cfg: DedupConfig) -> dict:
+    """The near-dedup parameters ``raycorpus eval`` scores (bands, rows, sketch, margin)."""
+    from raycorpus.process.dedup.sketch import OPH_BYTES
+
+    b, r = cfg.bands_rows
+    sketch = (f"OPH {OPH_BYTES * 8 // cfg.oph_bits} x {cfg.oph_bits} bits ({OPH_BYTES} B)"
+              if cfg.verify_sketch == "oph" else f"MinHash {cfg.num_perm} x {cfg.signature_bits} bits")
+    return {"bands": b, "rows": r, "sketch": sketch if cfg.verify else "none (verify off)",
+            "verify_margin": cfg.verify_margin, "threshold": cfg.threshold, "index_duplicates": cfg.index_duplicates}
+
+
+SET_LABELS = {"extraction": "extraction set (versions of the extraction test pages from several extractors)",
+              "web": "web set (readability and WARC pages: boilerplate, comments, timestamps, truncation, reordering, "
+                     "syndication)"}
+
+
+def evaluate_near_dedup(extraction_dir: str | Path, cfg: DedupConfig | None = None, every: int = 1,
+                        warc_dir: str | Path | None = None) -> dict:
+    """The dedup section of ``raycorpus eval``: both labelled sets (``extraction`` from the pages under
+    ``extraction_dir``; ``web`` from its readability pages and the WARCs under ``warc_dir``), whole and by half;
+    the hard set pairwise; memory (``every``: of every k-th page, memory at 200 k / k documents)."""
     from raycorpus.process.dedup.benchmark import load_texts
+    from raycorpus.process.dedup.neartune import load_sets
 
     cfg = cfg or DedupConfig()
-    ns = nearset.build(Path(extraction_dir), every=every)
-    texts = load_texts(Path(extraction_dir) / "trafilatura-eval")[::every]
-    rows = _signer(cfg).signatures(ns.texts)
-    return {
-        "near_set": {**document_level(ns, cfg, rows=rows), "skipped_extractors": ns.skipped},
-        "held_out": held_out(ns, cfg, rows),
-        "hard_set_pairwise": pairwise_hard(hard_set(texts, cfg), cfg),
-        "bytes_per_indexed_doc": bytes_per_doc(200_000 // every),
-    }
+    sets = load_sets(Path(extraction_dir), Path(warc_dir) if warc_dir else None, every)
+    out: dict = {"parameters": parameters(cfg), "sets": {name: split_scores(ns, cfg) for name, ns in sets.items()}}
+    if (Path(extraction_dir) / "trafilatura-eval").is_dir():
+        texts = load_texts(Path(extraction_dir) / "trafilatura-eval")[::every]
+        out["hard_set_pairwise"] = pairwise_hard(hard_set(texts, cfg), cfg)
+    out["bytes_per_indexed_doc"] = bytes_per_doc(200_000 // every)
+    return out
 
 
 def format_near_dedup(res: dict) -> str:
-    d, p, m = res["near_set"], res["hard_set_pairwise"], res["bytes_per_indexed_doc"]
-    lines = [
-        f"near dedup (J >= 0.8): document level on {d['docs']} versions of real pages "
-        f"({d['true_duplicates']} true duplicates): P {d['precision']:.4f} R {d['recall']:.4f} "
-        f"(tp {d['tp']} fp {d['fp']} fn {d['fn']})",
-        f"  pairwise on the benchmark's hard set ({p['pairs']} pairs): P {p['precision']:.4f} R {p['recall']:.4f}",
-        f"  bytes per indexed document (tables + id + verification, {m['docs']:,} docs): "
-        f"{m.get('empty')} grown, {m.get('presized')} presized",
-    ]
-    for h in res["held_out"]:
-        t, s = h["test"], h["shipped"]
-        lines.append(f"  held out: margin {h['margin']} chosen on half {h['tuned_on']} of the pages, on the other half "
-                     f"P {t['precision']:.4f} R {t['recall']:.4f} (shipped {s['precision']:.4f} / {s['recall']:.4f})")
-    lines += [f"  skipped {k}: {why}" for k, why in d["skipped_extractors"].items()]
+    p = res["parameters"]
+    lines = [f"near dedup (J >= {p['threshold']}), document level, parameters: {p['bands']} bands x {p['rows']} rows, "
+             f"verified by {p['sketch']} at estimated J >= {p['threshold']} + verify_margin {p['verify_margin']}"
+             f"{', near duplicates indexed' if p['index_duplicates'] else ''} (chosen on the tuning halves: "
+             "python -m raycorpus.process.dedup.neartune)"]
+    for name, s in res["sets"].items():
+        a = s["all"]
+        lines.append(f"  {SET_LABELS.get(name, name)}: {a['docs']} versions of {s['pages']} pages "
+                     f"({s['clusters']} clusters), {a['true_duplicates']} true duplicates")
+        for part in ("all", "tuning", "validation"):
+            d = s[part]
+            lines.append(f"    {part:<10} P {d['precision']:.4f} R {d['recall']:.4f} ({d['docs']} docs, "
+                         f"{d['true_duplicates']} true duplicates; tp {d['tp']} fp {d['fp']} fn {d['fn']})")
+        lines += [f"    skipped {k}: {why}" for k, why in s["skipped_extractors"].items()]
+    if "hard_set_pairwise" in res:
+        h = res["hard_set_pairwise"]
+        lines.append(f"  pairwise on the benchmark's hard set ({h['pairs']} pairs): P {h['precision']:.4f} "
+                     f"R {h['recall']:.4f}")
+    m = res["bytes_per_indexed_doc"]
+    lines.append(f"  bytes per indexed document (tables + id + verification, {m['docs']:,} docs): "
+                 f"{m.get('empty')} grown, {m.get('presized')} presized")
     return "\n".join(lines)

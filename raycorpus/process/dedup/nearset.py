@@ -18,6 +18,7 @@ is a true duplicate if an earlier one has J >= ``THRESHOLD`` with it.
 from __future__ import annotations
 
 import gzip
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from raycorpus.process.dedup.minhash import MinHasher, band_keys
 from raycorpus.process.hashing import normalize
 
 THRESHOLD = 0.8
+SPLIT_SEED = 27  # the seed of the tuning / validation halves (NearSet.halves)
 MIN_WORDS = 50
 MIN_LINE_WORDS = 6
 
@@ -102,6 +104,7 @@ class NearSet:
     pairs: np.ndarray  # (m, 2) document pairs (i < j in order) whose Jaccard was computed
     jaccard: np.ndarray  # (m,) exact word-5-gram Jaccard of each pair
     skipped: dict[str, str] = field(default_factory=dict)  # extractor -> reason it has no versions
+    page_names: list[str] = field(default_factory=list)  # the name of each page (by page number)
 
     def subset(self, keep: np.ndarray) -> NearSet:
         """The documents where ``keep`` (a bool per document) holds, in their order, with their pairs."""
@@ -110,7 +113,36 @@ class NearSet:
         both = keep[self.pairs[:, 0]] & keep[self.pairs[:, 1]]
         return NearSet([t for t, k in zip(self.texts, keep, strict=True) if k], self.page[keep],
                        [e for e, k in zip(self.extractor, keep, strict=True) if k], index[self.pairs[both]],
-                       self.jaccard[both], self.skipped)
+                       self.jaccard[both], self.skipped, self.page_names)
+
+    def clusters(self) -> np.ndarray:
+        """Per document, its cluster: the smallest page number of its page's group, pages grouped by every pair of
+        their versions with J >= THRESHOLD (connected components), so no true duplicate links two clusters."""
+        n = int(self.page.max()) + 1 if self.page.size else 0
+        root = np.arange(n)
+
+        def find(x: int) -> int:
+            while root[x] != x:
+                root[x] = root[root[x]]
+                x = int(root[x])
+            return x
+
+        for a, b in self.page[self.pairs[self.jaccard >= THRESHOLD]]:
+            ra, rb = find(int(a)), find(int(b))
+            if ra != rb:
+                root[max(ra, rb)] = min(ra, rb)
+        return np.array([find(int(p)) for p in self.page], np.int64)
+
+    def halves(self, seed: int = SPLIT_SEED) -> np.ndarray:
+        """Per document: True in the tuning half, False in the validation half. A cluster's half is a bit of the
+        hash of ``seed`` and its first page's name, so all versions of a page (and every page a true duplicate
+        links to it) are in one half, and a page keeps its half in any subset of the set's pages."""
+        cluster = self.clusters()
+        bit = {c: stable_hash(f"{seed}:{self._page_name(int(c))}") & 1 for c in np.unique(cluster).tolist()}
+        return np.array([bit[c] == 0 for c in cluster.tolist()], bool)
+
+    def _page_name(self, p: int) -> str:
+        return self.page_names[p] if p < len(self.page_names) else str(p)
 
     @property
     def true_duplicate(self) -> np.ndarray:
@@ -136,6 +168,11 @@ def _versions(html: str, fns: dict[str, Extract]) -> list[tuple[str, str]]:
     return out
 
 
+def stable_hash(name: str) -> int:
+    """A 64-bit number of ``name``, the same in every process (Python's ``hash`` of a str is salted)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
 def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard of two sets given as unique sorted arrays."""
     inter = np.intersect1d(a, b, assume_unique=True).size
@@ -145,20 +182,30 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
 def build(extraction_dir: Path, seed: int = 0, every: int = 1) -> NearSet:
     """The near-duplicate set of the pages under ``extraction_dir`` (every ``every``-th page)."""
     fns, skipped = extractors()
-    texts, page, names = [], [], []
-    for p, path in enumerate(page_files(extraction_dir)[::every]):
+    root = Path(extraction_dir)
+    texts, page, names, page_names = [], [], [], []
+    for p, path in enumerate(page_files(root)[::every]):
+        page_names.append(path.relative_to(root).as_posix())
         html = decode_html(gzip.decompress(path.read_bytes()), None)[0]
         for name, text in _versions(html, fns):
             texts.append(text)
             page.append(p)
             names.append(name)
+    return labelled(texts, np.array(page, np.int64), names, page_names, seed, skipped)
+
+
+def labelled(texts: list[str], page: np.ndarray, names: list[str], page_names: list[str], seed: int = 0,
+             skipped: dict[str, str] | None = None) -> NearSet:
+    """Versions of pages (``page[i]``: the page text ``i`` is a version of, named ``page_names[page[i]]``; ``names``:
+    how each was made) as a labelled set: in a fixed shuffled order, with the exact Jaccard of every pair within a
+    page and of every pair across pages sharing one of 56 two-row bands."""
     order = np.random.default_rng(seed).permutation(len(texts))
-    texts, page, names = [texts[i] for i in order], np.array(page)[order], [names[i] for i in order]
+    texts, page, names = [texts[i] for i in order], np.asarray(page, np.int64)[order], [names[i] for i in order]
     mh = MinHasher()
     shingles = [np.unique(mh.shingle_hashes(t)) for t in texts]
-    pairs = _pairs(page, mh.signatures(texts))
+    pairs = _pairs(page, mh.signatures(texts)) if texts else np.empty((0, 2), np.int64)
     jac = np.array([exact_jaccard(shingles[i], shingles[j]) for i, j in pairs])
-    return NearSet(texts, page, names, pairs, jac, skipped)
+    return NearSet(texts, page, names, pairs, jac, dict(skipped or {}), list(page_names))
 
 
 def _pairs(page: np.ndarray, sigs: np.ndarray) -> np.ndarray:

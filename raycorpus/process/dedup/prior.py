@@ -44,9 +44,38 @@ def dedup_keys(cfg: DedupConfig) -> dict:
     """The settings that decide what an index's keys and sketches are: two builds can share an index only
     if they agree on all of them (recorded in run.json as ``dedup_keys``)."""
     b, r = cfg.bands_rows
-    return {"url": cfg.url, "exact": cfg.exact, "near": cfg.near, "bands": b, "rows": r, "num_perm": cfg.num_perm,
+    keys = {"url": cfg.url, "exact": cfg.exact, "near": cfg.near, "bands": b, "rows": r, "num_perm": cfg.num_perm,
             "ngram": cfg.ngram, "seed": cfg.seed, "verify": cfg.verify, "verify_sketch": cfg.verify_sketch,
             "signature_bits": cfg.signature_bits, "index_duplicates": cfg.index_duplicates}
+    if cfg.verify_sketch == "oph" and cfg.oph_bits != 1:  # 1 bit, the only sketch before oph_bits: not recorded,
+        keys["oph_bits"] = cfg.oph_bits  # so an output built then is shared with a build that sets oph_bits: 1
+    return keys
+
+
+#: what the recorded settings of an output built before they were recorded were
+_RECORDED_BEFORE = {"oph_bits": 1}
+
+
+def dedup_decision(cfg: DedupConfig) -> dict:
+    """The settings that decide which candidates are duplicates without changing the index (recorded in run.json
+    as ``dedup_decision``): with ``dedup_keys``, what a refused resume names when the dedup settings changed."""
+    return {"threshold": cfg.threshold, "verify_margin": cfg.verify_margin}
+
+
+def dedup_changes(old_run: dict, new_run: dict) -> list[str]:
+    """The dedup settings that differ between two run.json records (``dedup_keys`` and ``dedup_decision``), as
+    ``"dedup.<name> <old>, now <new>"``; a setting an older record lacks had its value of before it existed
+    (``oph_bits``) or is not known (``dedup_decision``: not compared)."""
+    out = []
+    for record in ("dedup_keys", "dedup_decision"):
+        old, new = old_run.get(record), new_run.get(record)
+        if old is None or new is None:
+            continue
+        before = _RECORDED_BEFORE if record == "dedup_keys" else {}
+        old, new = {**before, **old}, {**before, **new}
+        out += [f"dedup.{k} {old.get(k)!r}, now {new.get(k)!r}" for k in sorted({*old, *new})
+                if old.get(k) != new.get(k)]
+    return out
 
 
 def tag_gids(gids: np.ndarray, number: int) -> np.ndarray:

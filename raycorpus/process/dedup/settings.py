@@ -32,14 +32,19 @@ class DedupConfig(BaseModel):
         16, description="bits of each MinHash value the index keeps to verify candidates (b-bit MinHash: 16 gives "
         "the precision and recall of 32 on the labelled set, at half the memory)")
     verify_sketch: Literal["minhash", "oph"] = Field(
-        "oph", description="what the index keeps to verify candidates: 'oph' = 1536 one-permutation-hashing "
-        "samples of 1 bit (192 B, less than the 224 of 112 x 16 bits; 0.4 of their estimate's noise at J = 0.8), "
+        "oph", description="what the index keeps to verify candidates: 'oph' = 192 B of one-permutation-hashing "
+        "samples of oph_bits bits (less than the 224 B of 112 x 16 bits, and less noise in the estimate at J = 0.8), "
         "'minhash' = signature_bits of each of the num_perm MinHash values")
+    oph_bits: Literal[1, 2, 4] = Field(
+        2, description="bits of each sample of the OPH sketch, which takes 192 B whatever they are (1536 / oph_bits "
+        "samples): 768 x 2 bits estimate J near 0.8 with less noise than 1536 x 1 on documents of under ~1,500 "
+        "shingles (which leave many of 1536 bins empty) and as little on longer ones (chosen on the tuning halves of "
+        "`raycorpus eval`'s near-duplicate sets); 1 = the sketch of before")
     verify_margin: float = Field(
-        0.005, ge=0, le=0.2, description="a candidate is a duplicate when its estimated Jaccard >= threshold + "
-        "verify_margin: the estimate's noise near the threshold costs precision more than recall (0.005: P 0.992, "
-        "R 0.961 on the near-duplicate set of `raycorpus eval`; chosen on either half of its pages, it gives "
-        "P >= 0.991, R >= 0.956 on the other half)")
+        0.0125, ge=0, le=0.2, description="a candidate is a duplicate when its estimated Jaccard >= threshold + "
+        "verify_margin: the estimate's noise near the threshold costs precision more than recall (chosen with "
+        "oph_bits on the tuning halves of `raycorpus eval`'s two near-duplicate sets: the best recall at P >= 0.99 "
+        "on both; 0.005 before)")
     index_duplicates: bool = Field(
         True, description="near duplicates are indexed too, so a later copy is found through any earlier copy "
         "(a document similar to a dropped version of a page, not to the kept one, is still a duplicate); they insert "

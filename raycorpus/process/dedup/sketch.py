@@ -110,21 +110,31 @@ class OphSketch:
         return float(est) if np.ndim(est) == 0 else est
 
 
-#: The index's OPH verification sketch: 1536 bins of 1 bit, 192 bytes (112 x 16-bit values took 224), so that
-#: tables + id + sketch stay under 500 bytes per indexed document at any table load.
-OPH_BINS, OPH_BITS = 1536, 1
+#: The index's OPH verification sketch takes 192 bytes (112 x 16-bit values took 224), so that tables + id + sketch
+#: stay under 500 bytes per indexed document at any table load: ``1536 / bits`` bins of ``bits`` bits
+#: (``dedup.oph_bits``). The default, 768 bins of 2 bits, was chosen on the tuning halves of the near-duplicate sets
+#: (:mod:`raycorpus.process.dedup.neartune`); 1536 x 1 was the only shape before.
+OPH_BYTES = 192
+OPH_BITS = 2
+OPH_BINS = OPH_BYTES * 8 // OPH_BITS
+
+
+def oph_sketch(bits: int = OPH_BITS, seed: int = 1) -> OphSketch:
+    """The index's sketch with ``bits`` bits a bin (``OPH_BYTES`` bytes whatever the bits)."""
+    return OphSketch(OPH_BYTES * 8 // bits, bits, seed)
 
 
 class Signer:
     """A document's row for the dedup index: its ``num_perm`` MinHash values (low 32 bits; the bands'),
-    followed, with ``verify_sketch: oph``, by the packed OPH sketch (``OPH_BINS x OPH_BITS`` bits) that
+    followed, with ``verify_sketch: oph``, by the packed OPH sketch (:func:`oph_sketch` of ``bits``) that
     verification keeps. One pass over the shingles feeds both. Not thread-safe (the MinHasher's buffers)."""
 
-    def __init__(self, num_perm: int = 112, ngram: int = 5, seed: int = 1, sketch: bool = True):
+    def __init__(self, num_perm: int = 112, ngram: int = 5, seed: int = 1, sketch: bool = True,
+                 bits: int = OPH_BITS):
         from raycorpus.process.dedup.minhash import MinHasher
 
         self.minhasher = MinHasher(num_perm, ngram, seed)
-        self.sketch = OphSketch(OPH_BINS, OPH_BITS, seed) if sketch else None
+        self.sketch = oph_sketch(bits, seed) if sketch else None
         self.width = num_perm + (self.sketch.words if self.sketch else 0)
 
     def signature(self, text: str) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import re
 import statistics
@@ -79,6 +80,19 @@ def trafilatura_extract_fn() -> ExtractFn:
 def read_html(path: Path) -> str:
     """A gzip'd HTML page decoded as the pipeline does (HTTP charset unknown)."""
     return decode_html(gzip.decompress(path.read_bytes()), None)[0]
+
+
+#: trafilatura-eval's two fixed halves: a new extraction rule is tuned on half A and kept only if half B and the
+#: readability set gain too (docs/benchmarks.md)
+HALVES = ("A", "B")
+HALF_SEED = 27
+
+
+def trafilatura_half(file: str, seed: int = HALF_SEED) -> str:
+    """The half (``"A"`` or ``"B"``) of a trafilatura-eval page, by its file name: a bit of a hash of ``seed`` and the
+    name, so a page keeps its half in any subset and in any process."""
+    digest = hashlib.blake2b(f"{seed}:{file}".encode(), digest_size=8).digest()
+    return HALVES[digest[0] & 1]
 
 
 def _spread(items: list, every: int) -> list:
@@ -173,15 +187,23 @@ def eval_trafilatura(dataset_dir: str | Path, extract_fn: ExtractFn, *, every: i
     """Snippet P / R / F1 on trafilatura-eval (``every`` > 1: a fixed subset; ``repeats``: median time)."""
     pages = load_trafilatura_eval(dataset_dir, every)
     texts, errors, seconds = _run(extract_fn, [html for _, html, _ in pages], repeats)
-    tp = fp = fn = tn = 0
-    for (_, _, item), text in zip(pages, texts, strict=True):
-        a, b, c, d = snippet_counts(item, text)
-        tp, fp, fn, tn = tp + a, fp + b, fn + c, tn + d
+    counts = {"all": [0, 0, 0, 0, 0], **{h: [0, 0, 0, 0, 0] for h in HALVES}}  # tp, fp, fn, tn, pages
+    for (file, _, item), text in zip(pages, texts, strict=True):
+        for key in ("all", trafilatura_half(file)):
+            counts[key] = [x + y for x, y in zip(counts[key], (*snippet_counts(item, text), 1), strict=True)]
+    tp, fp, fn, tn, _ = counts["all"]
     p, r, f1 = prf(tp, fp, fn)
     return {"dataset": "trafilatura-eval", "precision": round(p, 4), "recall": round(r, 4), "f1": round(f1, 4),
             "accuracy": round((tp + tn) / (tp + fp + fn + tn), 4) if pages else 0.0,
             "tp": tp, "fp": fp, "fn": fn, "tn": tn, "empty": sum(not t.strip() for t in texts),
+            "halves": {h: _half_scores(*counts[h]) for h in HALVES},
             **_timing(len(pages), seconds, errors, repeats)}
+
+
+def _half_scores(tp: int, fp: int, fn: int, tn: int, pages: int) -> dict[str, Any]:
+    p, r, f1 = prf(tp, fp, fn)
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f1, 4), "pages": pages,
+            "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 
 def eval_readability(dataset_dir: str | Path, extract_fn: ExtractFn, *, every: int = 1,
@@ -275,6 +297,10 @@ def format_eval(results: dict[str, dict[str, Any]], baseline: str = "resiliparse
         speed = f"{r['docs_per_second'] / b['docs_per_second']:.2f}x" if b and b["docs_per_second"] else "-"
         lines.append(f"{r['dataset']:<17} {name.split('/')[-1]:<22} {r['precision']:>6.3f} {r['recall']:>6.3f} "
                      f"{r['f1']:>6.3f} {r['pages']:>6} {r['docs_per_second']:>8.1f} {d_f1:>7} {speed:>7}")
+        for half, h in r.get("halves", {}).items():  # trafilatura-eval's fixed halves (tune on A, check on B)
+            d_half = f"{h['f1'] - b['halves'][half]['f1']:+.3f}" if b and "halves" in b else "-"
+            lines.append(f"{'  half ' + half:<17} {name.split('/')[-1]:<22} {h['precision']:>6.3f} "
+                         f"{h['recall']:>6.3f} {h['f1']:>6.3f} {h['pages']:>6} {'':>8} {d_half:>7}")
     for name, r in results.items():
         if "accuracy" in r and "per_language" in r:
             worst = sorted((kv for kv in r["per_language"].items() if kv[0] not in r["never_predicted"]),

@@ -37,7 +37,8 @@ def rule_switches(cfg: ExtractConfig) -> dict[str, dict[str, Any]]:
 
 
 def ablation(extraction_dir: str | Path, cfg: ExtractConfig | None = None, *, every: int = 1) -> dict[str, Any]:
-    """{rule: {"trafilatura-eval": F1, "readability": F1}} with that rule off ("all rules": none off)."""
+    """{rule: {"trafilatura-eval": F1, "half A": F1, "half B": F1, "readability": F1}} with that rule off ("all
+    rules": none off; half A / B: trafilatura-eval's fixed halves)."""
     cfg = cfg or ExtractConfig()
     root = Path(extraction_dir)
     runs = {"all rules": {}, **{f"-{k}": v for k, v in rule_switches(cfg).items()}}
@@ -46,7 +47,9 @@ def ablation(extraction_dir: str | Path, cfg: ExtractConfig | None = None, *, ev
         fn = shipped_extract_fn(cfg.model_copy(update=update))
         row = {}
         if (root / "trafilatura-eval").is_dir():
-            row["trafilatura-eval"] = eval_trafilatura(root / "trafilatura-eval", fn, every=every)["f1"]
+            res = eval_trafilatura(root / "trafilatura-eval", fn, every=every)
+            row["trafilatura-eval"] = res["f1"]
+            row.update({f"half {h}": s["f1"] for h, s in res["halves"].items()})
         if (root / "readability").is_dir():
             row["readability"] = eval_readability(root / "readability", fn, every=every)["f1"]
         out[name] = row
@@ -89,8 +92,9 @@ def format_rules_report(report: dict[str, Any]) -> str:
     """Ablation table (F1 and ΔF1 against all rules on) and the time line."""
     rows = report["ablation"]
     full = rows.get("all rules", {})
-    sets = [s for s in ("trafilatura-eval", "readability") if s in full]
-    lines = ["extraction rules ablation (F1 with the rule off; Δ against all rules on):",
+    sets = [s for s in ("trafilatura-eval", "half A", "half B", "readability") if s in full]
+    lines = ["extraction rules ablation (F1 with the rule off; Δ against all rules on; half A / B: trafilatura-eval's "
+             "fixed halves, a rule is tuned on A and kept only if B and readability gain too):",
              f"  {'rule':<20} " + " ".join(f"{s:>16} {'Δ':>7}" for s in sets)]
     for name, row in rows.items():
         lines.append(f"  {name:<20} " + " ".join(f"{row[s]:>16.4f} {row[s] - full[s]:>+7.4f}" for s in sets))

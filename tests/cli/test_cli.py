@@ -106,6 +106,7 @@ def test_eval_prints_extraction_and_langid_tables():
     assert "verify_margin 0.0125" in near[0] and "OPH 768 x 2 bits" in near[0]  # the parameters scored
     halves = [line.split()[0] for line in r.stdout.splitlines() if line.strip().startswith(("tuning ", "validation "))]
     assert halves == ["tuning", "validation"] * 2  # P and R per set (extraction, web) and per half
+    assert [line.split()[0] for line in r.stdout.splitlines() if line.strip().startswith("half ")] == ["half"] * 6
     assert "pairwise on the benchmark's hard set" in r.stdout and "bytes per indexed document" in r.stdout
 
 

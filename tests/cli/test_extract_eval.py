@@ -22,9 +22,31 @@ def test_ablation_and_time_on_a_slice():
     root = need(EXTRACTION / "trafilatura-eval").parent
     rows = ablation(root, every=40)
     assert set(rows) == {"all rules", *(f"-{k}" for k in rule_switches(ExtractConfig()))}
-    assert all(set(row) == {"trafilatura-eval", "readability"} for row in rows.values())
+    assert all(set(row) == {"trafilatura-eval", "half A", "half B", "readability"} for row in rows.values())
     t = time_ratio(root, repeats=1, every=40)
     assert t["pages"] == len(range(0, 851, 40)) + len(range(0, 130, 40)) and t["ratio"] > 0
     text = format_rules_report({"ablation": rows, "time": t})
     assert "-trim_head" in text and "x (median of 1 runs" in text
     assert format_eval({"extraction-rules": {"ablation": rows, "time": t}}).endswith(text.splitlines()[-1])
+
+
+def test_trafilatura_eval_has_two_fixed_halves_by_page():
+    """Half A tunes a new extraction rule, half B (and readability) checks it: each page's half is fixed by its
+    file name and a seed, the halves split the pages about evenly, and their counts add up to the whole set's."""
+    import json
+
+    from raycorpus.cli.evaluate import HALVES, eval_trafilatura, shipped_extract_fn, trafilatura_half
+
+    root = need(EXTRACTION / "trafilatura-eval")
+    files = sorted(item["file"] for item in json.loads((root / "evaldata_subset.json").read_text()).values())
+    halves = [trafilatura_half(f) for f in files]
+    assert halves == [trafilatura_half(f) for f in files] and set(halves) == set(HALVES)
+    assert 0.45 < halves.count("A") / len(files) < 0.55
+    assert halves != [trafilatura_half(f, seed=28) for f in files]  # the seed decides
+    res = eval_trafilatura(root, shipped_extract_fn(), every=20)
+    a, b = res["halves"]["A"], res["halves"]["B"]
+    assert a["pages"] + b["pages"] == res["pages"] and a["pages"] and b["pages"]
+    for k in ("tp", "fp", "fn", "tn"):
+        assert a[k] + b[k] == res[k]
+    subset = files[::20]
+    assert a["pages"] == sum(trafilatura_half(f) == "A" for f in subset)  # a page keeps its half in a subset

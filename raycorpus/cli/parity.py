@@ -79,9 +79,35 @@ def shared_texts(shared: Path) -> list[tuple[str, str]]:
 # -------------------------------------------------------------- each side
 
 
-def datatrove_filters(lang: str = "en", settings: dict[str, dict] | None = None) -> dict[str, Any]:
-    """datatrove's own filters as FineWeb ran them (C4 keeps lines without terminal punctuation), with
-    ``settings`` (per stage: constructor arguments, e.g. FineWeb-2's for a language)."""
+def datatrove_kwargs(stage: str, settings: Any) -> dict[str, Any]:
+    """The constructor arguments of datatrove's filter for raycorpus stage ``stage``'s ``settings``."""
+    if stage == "gopher_repetition":
+        return {"dup_line_frac": settings.dup_line_frac, "dup_para_frac": settings.dup_para_frac,
+                "dup_line_char_frac": settings.dup_line_char_frac, "dup_para_char_frac": settings.dup_para_char_frac,
+                "top_n_grams": tuple(sorted(settings.top_n_grams.items())),
+                "dup_n_grams": tuple(sorted(settings.dup_n_grams.items()))}
+    if stage == "gopher_quality":
+        return {"min_doc_words": settings.min_words, "max_doc_words": settings.max_words,
+                "min_avg_word_length": settings.min_avg_word_length,
+                "max_avg_word_length": settings.max_avg_word_length,
+                "max_symbol_word_ratio": settings.max_symbol_word_ratio,
+                "max_bullet_lines_ratio": settings.max_bullet_lines_ratio,
+                "max_ellipsis_lines_ratio": settings.max_ellipsis_lines_ratio,
+                "max_non_alpha_words_ratio": settings.min_alpha_words_ratio, "min_stop_words": settings.min_stop_words,
+                "stop_words": list(settings.stop_words)}
+    if stage == "c4":
+        return {"filter_no_terminal_punct": settings.terminal_punctuation,
+                "min_num_sentences": settings.min_sentences, "min_words_per_line": settings.min_words_per_line,
+                "max_word_length": settings.max_word_length or -1, "filter_lorem_ipsum": settings.drop_lorem_ipsum,
+                "filter_javascript": settings.drop_javascript_lines, "filter_curly_bracket": settings.drop_curly_brace,
+                "filter_policy": settings.drop_policy_lines}
+    return {"line_punct_thr": settings.min_line_punct_ratio, "short_line_thr": settings.max_short_line_ratio,
+            "short_line_length": settings.short_line_chars, "char_duplicates_ratio": settings.max_dup_line_char_ratio,
+            "new_line_ratio": settings.max_newline_word_ratio}
+
+
+def datatrove_filter(stage: str, settings: Any, lang: str = "en") -> Any:
+    """datatrove's own filter for raycorpus stage ``stage`` with the same ``settings``."""
     from datatrove.pipeline.filters import (
         C4QualityFilter,
         FineWebQualityFilter,
@@ -89,14 +115,29 @@ def datatrove_filters(lang: str = "en", settings: dict[str, dict] | None = None)
         GopherRepetitionFilter,
     )
 
-    settings = settings or {}
-    dt_lang = DATATROVE_LANG.get(lang, lang)
-    return {
-        "gopher_repetition": GopherRepetitionFilter(language=dt_lang, **settings.get("gopher_repetition", {})),
-        "gopher_quality": GopherQualityFilter(language=dt_lang, **settings.get("gopher_quality", {})),
-        "c4": C4QualityFilter(filter_no_terminal_punct=False, language=dt_lang, **settings.get("c4", {})),
-        "fineweb": FineWebQualityFilter(language=dt_lang, **settings.get("fineweb", {})),
-    }
+    cls = {"gopher_repetition": GopherRepetitionFilter, "gopher_quality": GopherQualityFilter,
+           "c4": C4QualityFilter, "fineweb": FineWebQualityFilter}[stage]
+    return cls(language=DATATROVE_LANG.get(lang, lang), **datatrove_kwargs(stage, settings))
+
+
+def datatrove_filters(lang: str = "en", filters: FiltersConfig | None = None) -> dict[str, Any]:
+    """datatrove's own filters with the settings raycorpus's stages have for ``lang`` (FineWeb's for English,
+    FineWeb-2's for the others)."""
+    settings = stage_settings(lang, filters)
+    return {name: datatrove_filter(name, settings[name], lang) for name in STAGES}
+
+
+def stage_settings(lang: str = "en", filters: FiltersConfig | None = None) -> dict[str, Any]:
+    """Each compared stage's settings for documents labelled ``lang``."""
+    filters = filters or FiltersConfig()
+    registry = stages()
+    out = {}
+    for name in STAGES:
+        cls, settings = registry[name], filters.section(name)
+        if lang != "en" and filters.language_defaults == "fineweb2":
+            settings = language_settings(cls, settings, lang) or settings
+        out[name] = settings
+    return out
 
 
 def datatrove_decision(f: Any, text: str) -> tuple[str, str]:
@@ -112,14 +153,10 @@ def datatrove_decision(f: Any, text: str) -> tuple[str, str]:
 
 def raycorpus_filters(lang: str = "en", filters: FiltersConfig | None = None) -> dict[str, Filter]:
     """raycorpus's stages with every signal computed, with ``lang``'s settings (FineWeb-2's, unless English)."""
-    filters = filters or FiltersConfig()
     registry = stages()
     out = {}
-    for name in STAGES:
-        cls, settings = registry[name], filters.section(name)
-        if lang != "en" and filters.language_defaults == "fineweb2":
-            settings = language_settings(cls, settings, lang) or settings
-        stage = cls.create(settings)
+    for name, settings in stage_settings(lang, filters).items():
+        stage = registry[name].create(settings)
         stage.all_signals = True
         out[name] = stage
     return out
@@ -135,9 +172,8 @@ def raycorpus_decision(stage: Filter, text: str, lang: str) -> tuple[str, str, d
 # -------------------------------------------------------------- the comparison
 
 
-def compare(texts: list[tuple[str, str]], lang: str = "en", dt_settings: dict[str, dict] | None = None,
-            filters: FiltersConfig | None = None) -> Parity:
-    dt, rc = datatrove_filters(lang, dt_settings), raycorpus_filters(lang, filters)
+def compare(texts: list[tuple[str, str]], lang: str = "en", filters: FiltersConfig | None = None) -> Parity:
+    dt, rc = datatrove_filters(lang, filters), raycorpus_filters(lang, filters)
     parity = Parity(lang, len(texts))
     for name, text in texts:
         chain = {"dt": text, "rc": text, "dt_out": "keep", "rc_out": "keep"}

@@ -57,7 +57,8 @@ def test_german_stop_words_and_the_english_ones_fail_the_other_language():
     fw2 = chain("fineweb2", chain=english)
     assert run(none, text, "de")[0] == "gopher_quality:stop_words"  # English stop words in a German page
     assert run(fw2, text, "de")[0] is None
-    words = " ".join(f"Wort{i} Satz{i} Teil{i}." for i in range(40))  # German-looking, no German stop word
+    # German-looking, no German stop word; one full stop per six words (a mark is a token: the alpha ratio)
+    words = " ".join(f"Wort{i} Satz{i} Teil{i} Stück{i} Haus{i} Weg{i}." for i in range(20))
     assert run(fw2, words, "de")[0] == "gopher_quality:stop_words[de]"
     assert run(fw2, words, "en")[0] == run(none, words, "en")[0] == "gopher_quality:stop_words"
 
@@ -89,7 +90,7 @@ def test_which_languages_get_script_aware_words():
 
 def test_tag_mode_records_the_language_rule():
     ch = Chain(FiltersConfig.model_validate({"mode": "tag", "chain": ["gopher_quality"]}))
-    words = " ".join(f"Wort{i} Satz{i} Teil{i}." for i in range(40))
+    words = " ".join(f"Wort{i} Satz{i} Teil{i} Stück{i} Haus{i} Weg{i}." for i in range(20))
     reason, doc = run(ch, words, "de")
     assert reason is None and "gopher_quality:stop_words[de]" in doc.metadata["would_drop"]
 

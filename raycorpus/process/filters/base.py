@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from raycorpus.process.filters.spacy_tokens import english_tokens
 from raycorpus.process.filters.words import script_tokens
 
 if TYPE_CHECKING:
@@ -42,8 +43,12 @@ WORD_RE = re.compile(r"\w+(?:['\u2019\-]\w+)*|[^\w\s]", re.UNICODE)
 class TextView:
     """Lazily computed splits of one text, shared by all filters of the chain.
 
-    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words and
-    keep combining marks in their word (:mod:`raycorpus.process.filters.words`); the chain sets it
+    ``tokens`` are the words FineWeb's filters count (datatrove's: spaCy's English rules,
+    :mod:`~raycorpus.process.filters.spacy_tokens`, punctuation marks included); ``words`` are
+    ``WORD_RE``'s runs of letters and digits (the bad-words lists match them).
+
+    ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words and keep
+    combining marks in their word (:mod:`raycorpus.process.filters.words`), for both; the chain sets it
     for the languages that need it (:func:`raycorpus.process.filters.multilingual.script_aware`).
     """
 
@@ -53,7 +58,7 @@ class TextView:
 
     @cached_property
     def lines(self) -> list[str]:
-        """Non-empty lines, stripped."""
+        """Non-empty lines, stripped (for stages of one's own; the FineWeb stages split as datatrove does)."""
         return [s for s in (ln.strip() for ln in self.text.split("\n")) if s]
 
     @cached_property
@@ -63,13 +68,14 @@ class TextView:
 
     @cached_property
     def tokens(self) -> list[str]:
-        """Words and punctuation marks, in order."""
-        return script_tokens(self.text) if self.script_aware else WORD_RE.findall(self.text)
+        """Words and punctuation marks as datatrove's FineWeb filters see them."""
+        return script_tokens(self.text) if self.script_aware else english_tokens(self.text)
 
     @cached_property
     def words(self) -> list[str]:
-        """Tokens that contain a letter or digit (punctuation marks dropped)."""
-        return [t for t in self.tokens if len(t) > 1 or t.isalnum()]  # a 1-character token is a word if alphanumeric
+        """Runs of letters or digits (``WORD_RE``; script-aware words where the view is), punctuation left out."""
+        tokens = script_tokens(self.text) if self.script_aware else WORD_RE.findall(self.text)
+        return [t for t in tokens if len(t) > 1 or t.isalnum()]  # a 1-character token is a word if alphanumeric
 
     @cached_property
     def words_lower(self) -> list[str]:

@@ -1,15 +1,11 @@
-"""FineWeb's own line rules (Penedo et al. 2024), as datatrove's ``FineWebQualityFilter``.
+"""FineWeb's own line rules (Penedo et al. 2024), as datatrove 0.10.1's ``FineWebQualityFilter`` applies them.
 
-A document is dropped when at most ``min_line_punct_ratio`` of its lines end in punctuation,
-at least ``max_short_line_ratio`` of them have at most ``short_line_chars`` characters, at
-least ``max_dup_line_char_ratio`` of its characters are in repeated lines, or it has more than
-``max_newline_word_ratio`` line breaks per word (datatrove's comparisons, ``<=``/``>=``/``>``).
-
-Deliberate differences from datatrove: lines are ``TextView.lines`` (stripped, blank lines
-dropped; extracted text separates blocks by blank lines, which datatrove would count as short
-lines without punctuation), so the line breaks are those between non-blank lines; words are
-``TextView.tokens`` (words and punctuation marks, like NLTK's tokens); closing typographic
-quotes, the ellipsis character and CJK full stops also count as end punctuation.
+A document is dropped when fewer than ``min_line_punct_ratio`` of its lines end in punctuation (datatrove's
+``TERMINAL_PUNCTUATION``), more than ``max_short_line_ratio`` of them have at most ``short_line_chars``
+characters, more than ``max_dup_line_char_ratio`` of its characters (newlines left out) are in repeated lines,
+or it has more than ``max_newline_word_ratio`` newlines per word (datatrove's comparisons: ``<`` and ``>``).
+Lines are split at each newline, blank ones left out and the others not stripped; words are datatrove's
+(:attr:`TextView.tokens`, punctuation marks included); every newline of the text counts.
 """
 
 from __future__ import annotations
@@ -19,21 +15,20 @@ from collections.abc import Iterator
 from pydantic import Field
 
 from raycorpus.process.filters.base import RuleFilter, StageSettings, TextView
+from raycorpus.process.filters.fineweb_text import TERMINAL_PUNCTUATION
 from raycorpus.process.filters.gopher import line_duplicates
 from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
 
-END_PUNCTUATION = (".", "'", '"', "!", "?", "\u201d", "\u2019", "…", "。", "\uff01", "\uff1f")
-
 
 class FineWebQualityConfig(StageSettings):
     min_line_punct_ratio: float = Field(
-        0.12, description="drop when the share of lines ending in punctuation is at most this")
+        0.12, description="drop when the share of lines ending in punctuation is below this")
     max_short_line_ratio: float = Field(
-        0.67, description="drop when the share of short lines (see short_line_chars) is at least this")
+        0.67, description="drop when the share of short lines (see short_line_chars) is above this")
     short_line_chars: int = Field(30, description="a line of at most this many characters is short")
     max_dup_line_char_ratio: float = Field(
-        0.01, description="drop when the share of characters in repeated lines is at least this")
+        0.01, description="drop when the share of characters in repeated lines is above this")
     max_newline_word_ratio: float = Field(
         0.3, description="drop when line breaks per word (words and punctuation marks) exceed this")
 
@@ -55,15 +50,16 @@ class FineWebQualityFilter(RuleFilter):
                 "max_short_line_ratio": lang.short_line_thr, "max_dup_line_char_ratio": lang.char_duplicates_ratio}
 
     def _signals(self, view: TextView) -> Iterator[tuple[str, float]]:
-        lines = view.lines
-        n = len(lines)
-        yield "line_punct_ratio", sum(1 for s in lines if s.endswith(END_PUNCTUATION)) / n if n else 0.0
+        text = view.text
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+        n = len(lines) or 1  # no line: every ratio is 0, and line punctuation drops it
+        yield "line_punct_ratio", sum(1 for s in lines if s.endswith(TERMINAL_PUNCTUATION)) / n
         limit = self.cfg.short_line_chars
-        yield "short_line_ratio", sum(1 for s in lines if len(s) <= limit) / n if n else 0.0
-        chars = len(view.text) - view.text.count("\n")
+        yield "short_line_ratio", sum(1 for s in lines if len(s) <= limit) / n
+        chars = len(text) - text.count("\n")
         yield "dup_line_char_ratio", line_duplicates(view)[1] / chars if chars else 0.0
-        tokens = len(view.tokens)
-        yield "newline_word_ratio", (n - 1) / tokens if n and tokens else 0.0
+        words = len(view.tokens)
+        yield "newline_word_ratio", text.count("\n") / words if words else float(text.count("\n") > 0)
 
     @classmethod
     def signal_names(cls, cfg: FineWebQualityConfig) -> list[str]:
@@ -72,9 +68,9 @@ class FineWebQualityFilter(RuleFilter):
     @staticmethod
     def verdict(key: str, value: float, cfg: FineWebQualityConfig) -> str | None:
         if key == "line_punct_ratio":
-            return key if value <= cfg.min_line_punct_ratio else None
+            return key if value < cfg.min_line_punct_ratio else None
         if key == "short_line_ratio":
-            return key if value >= cfg.max_short_line_ratio else None
+            return key if value > cfg.max_short_line_ratio else None
         if key == "dup_line_char_ratio":
-            return key if value >= cfg.max_dup_line_char_ratio else None
+            return key if value > cfg.max_dup_line_char_ratio else None
         return key if value > cfg.max_newline_word_ratio else None

@@ -1,40 +1,38 @@
-"""Gopher repetition and quality rules (Rae et al. 2021, App. A), as datatrove implements them.
+"""Gopher repetition and quality rules (Rae et al. 2021, App. A), as datatrove 0.10.1 implements them for
+FineWeb, decision for decision (``raycorpus.cli.parity`` and ``tests/process/filters/test_parity.py`` compare
+them with datatrove's own classes).
 
-Deliberate differences from datatrove's ``GopherRepetitionFilter`` / ``GopherQualityFilter``:
+datatrove's definitions, which FineWeb's and FineWeb-2's thresholds were set on:
 
-* Words are ``TextView.words`` (runs of letters/digits; punctuation marks are not words), not
-  NLTK tokens. So n-grams are over words only, and the symbol, alpha and stop-word ratios are
-  per word, as the paper states them (datatrove counts punctuation tokens as non-alphabetic
-  words, which fails ordinary prose with many commas).
-* n-gram character fractions are over the characters of words (the paper's definition), not
-  over ``len(text)``; a "top" n-gram must occur at least twice (a single occurrence is no
-  repetition, and would fail any very short text); duplicate n-gram characters are those
-  covered by any repeated n-gram, overlaps counted once (the paper), where datatrove skips
-  ahead greedily.
-* Lines and paragraphs are ``TextView.lines`` / ``.paragraphs``: stripped, blank ones dropped
-  (extracted text separates blocks by blank lines, which would dilute every per-line ratio).
-* Bullets are a set of bullet glyphs (datatrove: only "•" and "-"); stop words also count in
-  Capitalized and UPPER case (datatrove: exact case only).
+* Words are datatrove's: spaCy's English tokens (:attr:`TextView.tokens`), punctuation marks included; for the
+  languages written without spaces, the script-aware words (:mod:`~raycorpus.process.filters.words`) stand in
+  for datatrove's jieba / SudachiPy tokenizers (a documented difference).
+* Paragraphs are split at two or more newlines, lines at one or more; repeated items count after their first
+  occurrence. Character fractions are over ``len(text)``; the top n-gram joins its words with spaces and a text
+  without a repeat still has one (its first n-gram); duplicate n-grams are those a left-to-right scan meets
+  again, the scan jumping over each repeat, joined without spaces.
+* Quality: the word count and mean word length are over the words that are not all punctuation
+  (datatrove's ``PUNCTUATION_SET``); the hash, ellipsis and alphabetic ratios are over all tokens; bullets are
+  lines starting with "•" or "-"; stop words count once each (distinct), in their exact case.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Collection, Iterator
-from itertools import filterfalse
+import re
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-import numpy as np
 from pydantic import Field
 
 from raycorpus.process.filters.base import RuleFilter, StageSettings, TextView
+from raycorpus.process.filters.fineweb_text import duplicates, is_symbol, ngram_chars
 from raycorpus.process.filters.langtable import LanguageSettings
 from raycorpus.process.filters.registry import register
 
-# bullet glyphs, hyphen bullet U+2043, hyphen, en and em dash, asterisk
-BULLETS = ("•", "‣", "◦", "\u2043", "∙", "●", "○", "▪", "■", "□", "►", "▶", "➢", "✓", "✔", "-", "\u2013", "—", "*")
+BULLETS = ("•", "-")  # datatrove's: a line starting with one of these (after its leading spaces) is a bullet
 ELLIPSES = ("...", "…")
-_K = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial n-gram hash (mod 2**64)
+PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+LINE_BREAK = re.compile(r"\n+")
 
 T = TypeVar("T")
 
@@ -75,7 +73,7 @@ class GopherQualityConfig(StageSettings):
     min_stop_words: int = Field(2, description="drop documents with fewer stop words than this")
     stop_words: list[str] = Field(
         default_factory=lambda: ["the", "be", "to", "of", "and", "that", "have", "with"],
-        description="the stop words counted for min_stop_words (in any of lower, Capitalized or UPPER case)")
+        description="the stop words counted for min_stop_words (each counts once, in its exact case)")
 
 
 def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:
@@ -87,69 +85,10 @@ def cached(view: TextView, key: str, compute: Callable[[TextView], T]) -> T:
         return value
 
 
-def duplicates(items: list[str]) -> tuple[int, int]:
-    """Occurrences after the first of each item, and their characters."""
-    counts = Counter(items)
-    if len(counts) == len(items):
-        return 0, 0
-    return len(items) - len(counts), sum(len(s) * (c - 1) for s, c in counts.items() if c > 1)
-
-
 def line_duplicates(view: TextView) -> tuple[int, int]:
-    return cached(view, "_line_duplicates", lambda v: duplicates(v.lines))
-
-
-def word_lengths(view: TextView) -> np.ndarray:
-    return cached(view, "_word_lengths", lambda v: np.fromiter(map(len, v.words), np.int64, len(v.words)))
-
-
-def ngram_fractions(
-    words: list[str], lens: np.ndarray, top_ns: Collection[int], dup_ns: Collection[int]
-) -> Iterator[tuple[int, float, float]]:
-    """Yield ``(n, top n-gram char fraction, duplicate n-gram char fraction)`` for n = 2, 3, ...
-
-    Both are over the characters of all words; each is only computed (else 0) for the ``n`` in
-    ``top_ns`` / ``dup_ns``. Stops once no n-gram repeats (no longer one can then): the missing
-    fractions are 0. Each round hashes only the n-grams that start where the (n-1)-gram
-    repeated (a repeated n-gram's prefix repeats), so the work shrinks fast on ordinary text.
-    """
-    m = len(words)
-    total = int(lens.sum())
-    max_n = max([*top_ns, *dup_ns], default=0)
-    if m < 2 or total == 0 or max_n < 2:
-        return
-    # word hashes, padded with distinct values: an n-gram running past the end never repeats
-    ids = np.empty(m + max_n, np.uint64)
-    ids[:m] = np.fromiter(map(hash, words), np.int64, m).view(np.uint64)
-    ids[m:] = np.arange(max_n, dtype=np.uint64) * _K + _K
-    ends = np.concatenate(([0], np.cumsum(lens)))  # chars of words[i:j] = ends[j] - ends[i]
-    pos = np.arange(m - 1)  # starts of the n-grams still in play, and their hashes
-    h = ids[: m - 1]
-    for n in range(2, max_n + 1):
-        h = h * _K + ids[pos + (n - 1)]
-        order = np.argsort(h)
-        s = h[order]
-        same = s[1:] == s[:-1]
-        if not same.any():
-            return
-        top = dup = 0.0
-        if n in top_ns:
-            bounds = np.flatnonzero(np.concatenate(([True], ~same, [True])))
-            sizes = np.diff(bounds)
-            most = int(sizes.max())
-            first = pos[order[bounds[:-1][sizes == most]]]
-            top = int((ends[first + n] - ends[first]).max()) * most / total
-        repeated = np.zeros(s.size, bool)
-        repeated[1:] = same
-        repeated[:-1] |= same
-        keep = order[repeated]
-        pos, h = pos[keep], h[keep]
-        if n in dup_ns:
-            edges = np.zeros(m + 1, np.int32)
-            edges[pos] += 1
-            edges[pos + n] -= 1
-            dup = int(lens[np.cumsum(edges[:m]) > 0].sum()) / total
-        yield n, top, dup
+    """Repeated non-empty lines (datatrove's FineWeb filter: lines split at one newline, blank ones left out)."""
+    return cached(view, "_line_duplicates",
+                  lambda v: duplicates([ln for ln in v.text.split("\n") if ln.strip()]))
 
 
 @register
@@ -179,29 +118,25 @@ class GopherRepetitionFilter(RuleFilter):
         return None
 
     def _signals(self, view: TextView) -> Iterator[tuple[str, float]]:
-        cfg = self.cfg
-        chars = len(view.text)
-        items = view.paragraphs
-        dups, dup_chars = duplicates(items)
-        yield "dup_para_frac", dups / len(items) if items else 0.0
-        yield "dup_para_char_frac", dup_chars / chars if chars else 0.0
-        items = view.lines
-        dups, dup_chars = line_duplicates(view)
-        yield "dup_line_frac", dups / len(items) if items else 0.0
-        yield "dup_line_char_frac", dup_chars / chars if chars else 0.0
-
+        cfg, text = self.cfg, view.text
+        yield "chars", len(text)  # an empty text is dropped first (datatrove: "empty")
+        chars = len(text) or 1
+        for name, items in (("para", PARAGRAPH_BREAK.split(text.strip())), ("line", LINE_BREAK.split(text))):
+            dups, dup_chars = duplicates(items)
+            yield f"dup_{name}_frac", dups / len(items)
+            yield f"dup_{name}_char_frac", dup_chars / chars
         tops, dups_n = cfg.top_n_grams, cfg.dup_n_grams
-        stream = ngram_fractions(view.words, word_lengths(view), tops, dups_n)
+        stream = ngram_chars(view.tokens, tops, dups_n)
         for n in range(2, max([*tops, *dups_n], default=0) + 1):
-            _, top, dup = next(stream, (n, 0.0, 0.0))
+            _, top, dup = next(stream, (n, 0, 0))  # an n longer than the text: no n-gram, no rule
             if n in tops:
-                yield f"top_{n}_gram", top
+                yield f"top_{n}_gram", top / chars
             if n in dups_n:
-                yield f"dup_{n}_gram", dup
+                yield f"dup_{n}_gram", dup / chars
 
     @classmethod
     def signal_names(cls, cfg: GopherRepetitionConfig) -> list[str]:
-        names = ["dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
+        names = ["chars", "dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac"]
         for n in range(2, max([*cfg.top_n_grams, *cfg.dup_n_grams], default=0) + 1):
             names += [f"{kind}_{n}_gram" for kind, ns in (("top", cfg.top_n_grams), ("dup", cfg.dup_n_grams))
                       if n in ns]
@@ -209,6 +144,8 @@ class GopherRepetitionFilter(RuleFilter):
 
     @staticmethod
     def verdict(key: str, value: float, cfg: GopherRepetitionConfig) -> str | None:
+        if key == "chars":
+            return "empty" if value == 0 else None
         if key.endswith("_gram"):  # top_3_gram, dup_7_gram
             kind, n, _ = key.split("_")
             limit = (cfg.top_n_grams if kind == "top" else cfg.dup_n_grams)[int(n)]
@@ -239,33 +176,30 @@ class GopherQualityFilter(RuleFilter):
 
     def __init__(self, cfg: GopherQualityConfig, all_signals: bool = False):
         super().__init__(cfg, all_signals)
-        # matching case variants is 3x faster than lowercasing every word
-        self.stop_words = frozenset(v for w in cfg.stop_words for v in (w, w.lower(), w.capitalize(), w.upper()))
+        self.stop_words = frozenset(cfg.stop_words)
         self.stop_word_list = tuple(dict.fromkeys(cfg.stop_words))
 
     def count_stop_words(self, view: TextView) -> int:
-        """Stop words among the words; in a script-aware view (a language written without spaces,
-        whose words are cut by rule), every occurrence of a stop word in the text."""
+        """Distinct stop words among the words (datatrove: ``len(stop_words & set(words))``); in a script-aware
+        view (a language written without spaces, whose words are cut by rule), those found in the text."""
         if view.script_aware:
-            return sum(map(view.text.count, self.stop_word_list))
-        return sum(map(self.stop_words.__contains__, view.words))
+            return sum(1 for w in self.stop_word_list if w in view.text)
+        return len(self.stop_words.intersection(view.tokens))
 
     def _signals(self, view: TextView) -> Iterator[tuple[str, float | int]]:
-        words = view.words
+        tokens, text = view.tokens, view.text
+        n_tokens = len(tokens) or 1  # no token: no word either, so the first rule drops it
+        words = [w for w in tokens if not is_symbol(w)]
         n = len(words)
         yield "words", n
-        yield "mean_word_length", int(word_lengths(view).sum()) / n if n else 0.0
-        text = view.text
-        yield "hash_ratio", text.count("#") / n if n else 0.0
-        yield "ellipsis_ratio", (text.count("...") + text.count("…")) / n if n else 0.0
-
-        lines = view.lines
-        yield "bullet_lines_ratio", sum(1 for s in lines if s.startswith(BULLETS)) / len(lines) if lines else 0.0
-        yield "ellipsis_lines_ratio", sum(1 for s in lines if s.endswith(ELLIPSES)) / len(lines) if lines else 0.0
-
-        # most words are all letters (str.isalpha, in C); look into the others only
-        no_letter = sum(1 for w in filterfalse(str.isalpha, words) if not any(map(str.isalpha, w)))
-        yield "alpha_words_ratio", (n - no_letter) / n if n else 0.0
+        yield "mean_word_length", sum(map(len, words)) / n if n else 0.0
+        yield "hash_ratio", text.count("#") / n_tokens
+        yield "ellipsis_ratio", (text.count("...") + text.count("…")) / n_tokens
+        lines = text.splitlines() or [""]
+        yield "bullet_lines_ratio", sum(1 for s in lines if s.lstrip().startswith(BULLETS)) / len(lines)
+        yield "ellipsis_lines_ratio", sum(1 for s in lines if s.rstrip().endswith(ELLIPSES)) / len(lines)
+        alpha = sum(1 for w in tokens if w.isalpha() or any(map(str.isalpha, w)))
+        yield "alpha_words_ratio", alpha / n_tokens
         yield "stop_words", self.count_stop_words(view)
 
     @classmethod

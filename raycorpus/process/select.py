@@ -34,6 +34,7 @@ from raycorpus.output.ledger import RUN_FILE, Ledger
 from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.filters import Filter, FiltersConfig
+from raycorpus.process.filters.base import FILTER_RULES
 from raycorpus.process.filters.multilingual import language_settings, table_labels
 from raycorpus.process.filters.registry import stages
 from raycorpus.process.profile import ProfileRecorder, SampleBounds
@@ -85,6 +86,10 @@ def open_source(storage: Storage, path: str) -> SelectSource:
     if config is None or config.get("filters", {}).get("mode") != "tag":
         raise SelectError(f"{path} is not a tag-mode output with select's data (no {TAGS_DIR}/{CONFIG_FILE}): "
                           "build it with filters.mode: tag")
+    if (revision := run.get("filter_rules", 1)) != FILTER_RULES:
+        raise SelectError(f"{path} recorded the signals of the quality stages' definitions of revision {revision}; "
+                          f"this raycorpus decides with revision {FILTER_RULES} (FineWeb's): rebuild the tag run "
+                          "with this version, or select with the raycorpus that built it")
     out = config["output"]
     if not (out.get("documents") or "parquet" in out.get("format", [])):
         raise SelectError(f"{path} has no document files: build the tag run with output.documents: true")
@@ -130,7 +135,7 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
         free.add("dedup.url")
     if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")), free)):
         raise ConfigError(f"{path}: differs from the tag run's, and select can only change thresholds "
-                          f"(see README, raycorpus select); use the tag run's value")
+                          f"(see docs/quality.md, raycorpus select); use the tag run's value")
     tagged = tag_filters(tag_dump)
     for cls, settings in cfg.filters.enabled_stages():
         if (field := cls.select_problem(tagged.section(cls.name), settings)) is not None:

@@ -28,6 +28,7 @@ from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import DedupStats, RunSummary, ThisRun, build_summary
 from raycorpus.process.dedup.prior import against_changed, dedup_changes, dedup_decision, dedup_keys, open_priors
 from raycorpus.process.extract_rules import RULES_REVISION
+from raycorpus.process.filters.base import FILTER_RULES
 from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
@@ -71,6 +72,7 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
                 + (f": its dedup settings differ ({'; '.join(changed)})" if changed else "")
                 + "; use a new output path or the original settings"
             )
+    check_filter_rules(ledger.out_url, old, run["filter_rules"])
     if "extract_rules" in old and old["extract_rules"] != run.get("extract_rules"):  # (outputs of before: unknown)
         raise LedgerError(f"output {ledger.out_url} was extracted with the extraction rules of revision "
                           f"{old['extract_rules']}; this raycorpus extracts with revision {run.get('extract_rules')}, "
@@ -78,6 +80,18 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
                           "it, or start a new output")
     if lines is not None and (old["warcs"], old.get("manifest_sha256")) != (run["warcs"], run["manifest_sha256"]):
         accept_grown(ledger, old, lines)
+
+
+def check_filter_rules(out_url: str, old_run: dict, revision: int) -> None:
+    """Refuse an output whose documents were judged by another revision of the quality stages' definitions (an
+    output without the record is revision 1: every raycorpus before the record judged with those)."""
+    old = old_run.get("filter_rules", 1)
+    if old != revision:
+        raise LedgerError(
+            f"output {out_url} was filtered with the quality stages' definitions of revision {old}"
+            + (" (raycorpus's own, before FineWeb's)" if old == 1 else "") + f"; this raycorpus filters with revision "
+            f"{revision} (datatrove's, FineWeb's), so its documents would be judged by two definitions: finish it "
+            "with the raycorpus that started it, or start a new output")
 
 
 def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, work: WorkSource | None = None,
@@ -108,6 +122,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
                if cfg.dedup.enabled else {}),
             **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
             **({"extract_rules": RULES_REVISION} if work is None and cfg.input.format == "warc" else {}),
+            "filter_rules": FILTER_RULES,
         }, lines)
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)

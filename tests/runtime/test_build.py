@@ -156,6 +156,31 @@ def test_resume_refuses_an_output_extracted_with_other_rules(reference, crawl, t
     assert again["warcs"] == reference[1]["warcs"] and again["this_run"]["processed"] == 0
 
 
+def test_resume_refuses_an_output_filtered_with_other_definitions(reference, crawl, tmp_path):
+    """run.json records the quality stages' definitions: an output judged by another revision (or one from before
+    the record: raycorpus's own definitions) is not continued with FineWeb's, which would judge half its documents
+    otherwise."""
+    import shutil
+
+    from raycorpus.output.ledger import LedgerError
+    from raycorpus.process.filters.base import FILTER_RULES
+
+    c, tok = crawl
+    out = tmp_path / "out"
+    shutil.copytree(reference[0], out)
+    info = json.loads((out / "run.json").read_text())
+    assert info["filter_rules"] == FILTER_RULES
+    cfg = make_config(str(c.manifest_path), str(out), tok)
+    info["config_fingerprint"] = cfg.fingerprint()  # (the output's path is part of it)
+    (out / "run.json").write_text(json.dumps({k: v for k, v in info.items() if k != "filter_rules"}))
+    with pytest.raises(LedgerError, match="definitions of revision 1 .raycorpus's own, before FineWeb's.; this "
+                       f"raycorpus filters with revision {FILTER_RULES}"):
+        run(cfg)
+    (out / "run.json").write_text(json.dumps(info))
+    again = run(cfg)  # the same revision: finished already, its summary, nothing read
+    assert again["warcs"] == reference[1]["warcs"] and again["this_run"]["processed"] == 0
+
+
 def test_s3_input_and_output_give_the_same_bytes(reference, crawl, s3_server):
     """Manifest, WARCs and output all on a real S3-compatible server (credentials from the environment)."""
     c, tok = crawl

@@ -163,6 +163,22 @@ def test_select_refuses_a_changed_rewriting_stage_and_a_source_that_is_not_tagge
         open_source(Storage(), str(tmp_path / "nothing"))
 
 
+def test_select_refuses_a_tag_output_of_other_filter_definitions(tagged, tmp_path):
+    """A tag run recorded the signals of its quality stages' definitions: select decides with this raycorpus's,
+    so a tag output of another revision (or of before the record) is refused, naming both."""
+    import shutil
+
+    from raycorpus.process.filters.base import FILTER_RULES
+
+    old = tmp_path / "old-tagged"
+    shutil.copytree(tagged, old)
+    info = json.loads((old / "run.json").read_text())
+    (old / "run.json").write_text(json.dumps({k: v for k, v in info.items() if k != "filter_rules"}))
+    with pytest.raises(SelectError, match=f"revision 1; this raycorpus decides with revision {FILTER_RULES}"):
+        open_source(Storage(), str(old))
+    assert open_source(Storage(), str(tagged)).path == str(tagged)
+
+
 def test_a_select_output_refuses_to_resume_from_another_source(tmp_path):
     from raycorpus.output.ledger import LedgerError
     from raycorpus.runtime.driver import check_run_identity

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from raycorpus.process.document import Document
     from raycorpus.process.filters.langtable import LanguageSettings
 
+#: the revision of the quality stages' definitions an output records (run.json ``filter_rules``): a resume under
+#: another refuses, so no output mixes documents judged by two definitions. 1: raycorpus's own (before 0.2; an
+#: output without the field); 2: datatrove's, FineWeb's (:mod:`~raycorpus.process.filters.fineweb_text`).
+FILTER_RULES = 2
+
 # A word is a run of letters/digits (with inner apostrophes or hyphens); any other
 # non-space character is a token of its own. Scripts without spaces (CJK, Thai) come out as
 # long runs: a script-aware view (filters.language_defaults) cuts them with words.py instead.

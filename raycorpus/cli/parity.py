@@ -2,7 +2,8 @@
 
 Both sides get the same texts: the shipped extractor's text of every page of ``../shared/data/extraction``
 (trafilatura-eval and readability) and of every HTML response in the WARCs of ``../shared/data/warc``. Each
-filter sees every page with one language's settings (English by default: FineWeb's), and then the chain runs
+filter sees every page with English settings (FineWeb's); with ``--lang de`` (etc.) the pages lid.176 labels
+``de``, with FineWeb-2's settings for it and datatrove's word tokenizer for it. Then the chain runs
 (Gopher repetition, Gopher quality, C4 with FineWeb's settings, FineWeb quality: FineWeb's order, after
 language ID, which both sides run with the same lid.176 model). Agreement is the share of pages on which both
 took the same keep / drop decision. Every disagreement is listed with the signals each side computed.
@@ -74,6 +75,13 @@ def shared_texts(shared: Path) -> list[tuple[str, str]]:
             load_readability(shared / "extraction" / "readability")]
     out += [(f"warc/{i}", text) for i, text in enumerate(real_page_texts(shared / "warc"))]
     return [(name, text) for name, text in out if text.strip()]
+
+
+def language_labels(texts: list[tuple[str, str]]) -> list[str]:
+    """Each page's lid.176 label (the language whose FineWeb-2 settings it is compared with)."""
+    from raycorpus.process.filters.langid import predict
+
+    return [label for label, _ in predict(text for _, text in texts)]
 
 
 # -------------------------------------------------------------- each side
@@ -212,9 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     texts = shared_texts(Path(args.shared))
+    labels = None
     results = {}
     for lang in args.lang or ["en"]:
-        parity = compare(texts, lang)
+        if lang != "en" and labels is None:
+            labels = language_labels(texts)
+        parity = compare(texts if lang == "en" else [t for t, label in zip(texts, labels, strict=True)
+                                                     if label == lang], lang)
         results[lang] = {s: round(parity.agreement(s), 4) for s in (*STAGES, "chain")}
         if not args.json:
             print(f"== {lang}: {parity.pages} pages\n{parity.table()}\n{format_disagreements(parity)}\n")

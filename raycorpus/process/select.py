@@ -134,6 +134,11 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
     if tag_dump.get("dedup", {}).get("url"):  # the tag run keyed every document's URL: either choice replays
         free.add("dedup.url")
     if (path := _first_difference(kept_config(tag_dump), kept_config(cfg.model_dump(mode="json")), free)):
+        if path == "filters.langid.backend":  # most often `backend: auto`, resolved by another `keep`
+            tagged_with = tag_dump["filters"]["langid"]["backend"]
+            raise ConfigError(f"{path}: the tag run labelled languages with {tagged_with}, and these langid settings "
+                              f"mean {cfg.filters.langid.backend} (backend: auto follows `keep`); write backend: "
+                              f"{tagged_with} to re-decide from the tag run's labels")
         raise ConfigError(f"{path}: differs from the tag run's, and select can only change thresholds "
                           f"(see docs/quality.md, raycorpus select); use the tag run's value")
     tagged = tag_filters(tag_dump)

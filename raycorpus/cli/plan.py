@@ -26,7 +26,7 @@ from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 TABLE_BYTES_PER_DOC = 270  # 14 band keys + content hash + URL key (a kept document; an indexed near duplicate
 # inserts its band keys only); measured 240 presized, at most 266.9 grown (the max over 100 k-2 M docs, at 452 k;
 # 241.5 at 1 M) B per indexed document (20 % near copies), uint32 values, growth 1.25: load 0.64-0.8
-STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (1536 x 1 bit; 8 with verify off)
+STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (768 x 2 bits, or 1536 x 1; 8 with verify off)
 SEGMENT_BYTES_PER_DOC = 396  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 192 (sketch)
 RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record: id 8 + hash 8 + URL key 8 + 112 x 4 + 192 (sketch) + near 1
 # indexed documents: the kept ones and (dedup.index_duplicates, the default) the near duplicates

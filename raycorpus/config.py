@@ -269,8 +269,11 @@ class Config(_Model):
             d["dedup"].pop("against")
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
-        if d["filters"].get("langid", {}).get("backend") == "fasttext":  # the only backend before it was a
+        langid = d["filters"].get("langid") or {}  # `backend: auto` is resolved by now: the backend it means
+        if langid.get("backend") == "fasttext":  # the only backend before it was a
             d["filters"]["langid"].pop("backend")  # setting: those outputs keep their fingerprint
+        elif langid.get("backend") == "ensemble" and langid.get("keep") is not None:  # lingua with the kept scripts'
+            d["filters"]["langid"]["lingua_languages"] = "kept scripts"  # languages only: not the output of before
         if not defaults_apply(self.filters):  # per-language defaults change nothing here (e.g. keep: [en]):
             d["filters"].pop("language_defaults")  # the fingerprint from before they existed
         elif written := written_over_defaults(self.filters):  # a written value wins over the table, even if

@@ -448,7 +448,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         results["langid/shipped"] = eval_langid(args.langid, langid.predict)
         results["langid/bare-fasttext"] = eval_langid(args.langid, bare)
-        results["langid/backends"] = eval_langid_backends(args.langid, args.warc, repeats=args.repeats)
+        results["langid/backends"] = eval_langid_backends(args.langid, args.warc, repeats=args.repeats,
+                                                          extraction_dir=args.extraction)
     else:
         err(f"no language ID test set at {args.langid} (--langid FILE); skipping language ID")
     if Path(args.decontam).is_dir() and Path(args.extraction).is_dir():

@@ -23,9 +23,10 @@ THRESHOLDS = [
     {},  # the tag run's own
     {"langid": {"threshold": 0.5, "keep": ["en", "de"]}, "gopher_quality": {"min_words": 80},
      "gopher_repetition": {"dup_line_frac": 0.2}, "c4": {"min_sentences": 3}, "fineweb": {"min_line_punct_ratio": 0.3}},
-    {"langid": {"keep": None, "thresholds": {"de": 0.9}}, "gopher_quality": {"min_words": 10, "min_stop_words": 4,
-     "max_bullet_lines_ratio": 0.5}, "c4": {"min_sentences": 8}, "fineweb": {"max_short_line_ratio": 0.5,
-     "max_newline_word_ratio": 0.1}, "gopher_repetition": {"dup_para_char_frac": 0.05}},
+    {"langid": {"keep": None, "backend": "fasttext", "thresholds": {"de": 0.9}},  # the tag run's backend
+     "gopher_quality": {"min_words": 10, "min_stop_words": 4, "max_bullet_lines_ratio": 0.5},
+     "c4": {"min_sentences": 8}, "fineweb": {"max_short_line_ratio": 0.5, "max_newline_word_ratio": 0.1},
+     "gopher_repetition": {"dup_para_char_frac": 0.05}},
     {"fineweb": {"enabled": False}, "badwords": {"enabled": False}, "langid": {"keep": ["en", "de", "fr"]},
      "gopher_repetition": {"top_n_grams": {2: 0.1, 4: 0.1}, "dup_n_grams": {5: 0.1, 10: 0.05}}},
 ]
@@ -141,8 +142,8 @@ def test_non_english_pages_are_redecided_with_their_language_s_fineweb2_settings
     """keep: null under language_defaults: fineweb2: a page in a language of FineWeb-2's table is re-decided
     with that language's values (a threshold written in select's config wins for every language), and its drop
     names the language, exactly as the live chain does."""
-    cfg = config(langid={"keep": None}, gopher_quality={"min_stop_words": 3}, fineweb={"max_short_line_ratio": 0.5},
-                 gopher_repetition={"dup_line_frac": 0.2})
+    cfg = config(langid={"keep": None, "backend": "fasttext"}, gopher_quality={"min_stop_words": 3},  # the tag run's
+                 fineweb={"max_short_line_ratio": 0.5}, gopher_repetition={"dup_line_frac": 0.2})
     live, select = Chain(cfg.filters), processor(cfg)
     live_counts, select_counts = Counter(), Counter()
     for text, record in zip(pages, records, strict=True):

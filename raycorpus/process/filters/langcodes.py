@@ -90,8 +90,8 @@ FINEWEB2_OTHER_SCRIPTS = frozenset({
 _SUFFIX = re.compile(r"^([a-z]{2,3})(?:[-_]([a-z]{4}|[a-z]{2}|\d{3}))?$")
 
 
-def _parse_table() -> tuple[dict[str, str], dict[str, str]]:
-    """(every accepted bare code -> canonical, canonical -> FineWeb-2 name or "")."""
+def _parse_table() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(every accepted bare code -> canonical, canonical -> FineWeb-2 name or "", canonical -> main script)."""
     rows = [entry.split() for entry in _TABLE.replace("\n", "|").split("|") if entry.strip()]
     lookup = {code: code for code, *_ in rows}
     fineweb2: dict[str, str] = {}
@@ -100,10 +100,10 @@ def _parse_table() -> tuple[dict[str, str], dict[str, str]]:
         fineweb2[code] = {"=": f"{iso3}_{script}", "-": ""}.get(fw2, fw2)
     for alias, code in ALIASES.items():
         lookup.setdefault(alias, code)
-    return lookup, fineweb2
+    return lookup, fineweb2, {code: script for code, _, script, _ in rows}
 
 
-_LOOKUP, _FINEWEB2 = _parse_table()
+_LOOKUP, _FINEWEB2, _SCRIPT = _parse_table()
 CANONICAL = frozenset(_FINEWEB2)  # the canonical label space
 
 
@@ -137,6 +137,12 @@ def canonical_or_raw(label: str) -> str:
         return canonical(label)
     except ValueError:
         return label.removeprefix("__label__")
+
+
+def main_script(label: str) -> str:
+    """The ISO 15924 code of the script ``label``'s language is mainly written in (``Latn``, ``Cyrl``, ``Hani``,
+    ``Jpan``, ...), from the table above; ValueError for a language outside the label space."""
+    return _SCRIPT[canonical(label)]
 
 
 def fineweb2_name(label: str) -> str | None:

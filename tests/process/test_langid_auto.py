@@ -136,6 +136,21 @@ def test_ensemble_with_the_kept_scripts_languages_labels_as_the_full_one(rows, f
         assert (verdict(*mine, kept, 0.65, {}) is None) == (verdict(*full, kept, 0.65, {}) is None), (lang, text)
 
 
+def test_restricted_ensemble_keeps_what_the_full_one_keeps_on_real_pages(full_ensemble):
+    from raycorpus.cli.langid_eval import real_page_texts
+    from tests.support.paths import SHARED_WARC
+
+    pages = real_page_texts(need_shared(SHARED_WARC))
+    full = [predict_one(full_ensemble, text) for text in pages]
+    for keep in (["nn", "no"], ["bs", "hr", "sr"], ["bg"], ["zh"], ["ja", "ko", "th"]):
+        restricted, kept = make_backend("ensemble", DEFAULT_MODEL, keep), frozenset(keep)
+        for text, theirs in zip(pages, full, strict=True):
+            mine = predict_one(restricted, text)
+            assert (verdict(*mine, kept, 0.65, {}) is None) == (verdict(*theirs, kept, 0.65, {}) is None), keep
+            if verdict(*theirs, kept, 0.65, {}) is None:
+                assert mine == theirs  # a kept page: the same label and score
+
+
 def test_split_is_fixed_and_per_language(rows):
     tuning, validation = split(rows)
     assert len(tuning) == len(validation) == 750 and not set(tuning) & set(validation)

@@ -267,6 +267,8 @@ class Config(_Model):
             d["dedup"].pop("index_duplicates")
         if not d["dedup"]["against"]:  # a build against no earlier output: the output (and fingerprint) of before
             d["dedup"].pop("against")
+        if (d["filters"].get("c4") or {}).get("keep_paragraphs"):  # C4's join of before FineWeb's definitions:
+            d["filters"]["c4"].pop("keep_paragraphs")  # its fingerprint (the definitions are run.json's filter_rules)
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         langid = d["filters"].get("langid") or {}  # `backend: auto` is resolved by now: the backend it means

@@ -59,6 +59,7 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
     if old is None:
         ledger.write_run(run)
         return
+    check_filter_rules(ledger.out_url, old, run["filter_rules"])  # first: it says why the fingerprint moved too
     for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source", "dedup_against"):
         if key == "warcs" and lines is not None:
             continue
@@ -72,7 +73,6 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
                 + (f": its dedup settings differ ({'; '.join(changed)})" if changed else "")
                 + "; use a new output path or the original settings"
             )
-    check_filter_rules(ledger.out_url, old, run["filter_rules"])
     if "extract_rules" in old and old["extract_rules"] != run.get("extract_rules"):  # (outputs of before: unknown)
         raise LedgerError(f"output {ledger.out_url} was extracted with the extraction rules of revision "
                           f"{old['extract_rules']}; this raycorpus extracts with revision {run.get('extract_rules')}, "

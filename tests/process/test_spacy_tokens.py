@@ -6,7 +6,7 @@ import functools
 
 import pytest
 
-from raycorpus.process.filters.spacy_tokens import _CHUNKS, CACHE_SIZE, english_tokens
+from raycorpus.process.filters.spacy_tokens import CACHE_SIZE, english_tokens, rules
 from tests.support.paths import SHARED, need_shared
 
 TRICKY = [
@@ -49,5 +49,28 @@ def test_tokens_are_spacy_s_on_real_pages():
 def test_the_chunk_cache_is_bounded_and_changes_nothing():
     text = " ".join(f"w{i}, (x{i}) e.g." for i in range(CACHE_SIZE // 2))  # more distinct chunks than it holds
     first = english_tokens(text)
-    assert len(_CHUNKS) <= CACHE_SIZE
+    assert len(rules("en").chunks) <= CACHE_SIZE
     assert english_tokens(text) == first
+
+
+def test_every_shipped_language_gives_spacy_s_tokens_on_its_sentences():
+    """Each language label datatrove tokenizes with spaCy: lingua's labelled sentences of that language (20
+    each), cut by the shipped rules and by ``spacy.blank(code)`` itself."""
+    import json
+
+    spacy = pytest.importorskip("spacy", reason="spaCy is not installed (the test extra): nothing to compare with")
+    from raycorpus.process.filters.spacy_tokens import _languages, rules_for
+
+    rows = [json.loads(line) for line in need_shared(SHARED / "data" / "langid" / "sample_20_per_lang.jsonl")
+            .read_text(encoding="utf-8").splitlines() if line.strip()]
+    checked = set()
+    for label, code in _languages().items():
+        texts = [r["text"] for r in rows if r["lang"] == label]
+        if not texts:
+            continue
+        nlp = spacy.blank(code)
+        for text in texts:
+            want = [t.text.strip() for t in nlp.tokenizer(text) if t.text.strip()]
+            assert rules_for(label).tokens(text) == want, (label, code, text)
+        checked.add(label)
+    assert len(checked) >= 30, sorted(checked)

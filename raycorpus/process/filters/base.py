@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from raycorpus.process.filters.spacy_tokens import english_tokens
+from raycorpus.process.filters.spacy_tokens import rules_for
 from raycorpus.process.filters.words import script_tokens
 
 if TYPE_CHECKING:
@@ -48,8 +48,8 @@ WORD_RE = re.compile(r"\w+(?:['\u2019\-]\w+)*|[^\w\s]", re.UNICODE)
 class TextView:
     """Lazily computed splits of one text, shared by all filters of the chain.
 
-    ``tokens`` are the words FineWeb's filters count (datatrove's: spaCy's English rules,
-    :mod:`~raycorpus.process.filters.spacy_tokens`, punctuation marks included); ``words`` are
+    ``tokens`` are the words FineWeb's filters count (datatrove's: spaCy's rules for ``lang``, English by
+    default, :mod:`~raycorpus.process.filters.spacy_tokens`, punctuation marks included); ``words`` are
     ``WORD_RE``'s runs of letters and digits (the bad-words lists match them).
 
     ``script_aware``: cut runs of Han, Kana, Thai, Khmer, Lao and Myanmar letters into words and keep
@@ -57,9 +57,10 @@ class TextView:
     for the languages that need it (:func:`raycorpus.process.filters.multilingual.script_aware`).
     """
 
-    def __init__(self, text: str, script_aware: bool = False):
+    def __init__(self, text: str, script_aware: bool = False, lang: str | None = None):
         self.text = text
         self.script_aware = script_aware
+        self.lang = lang
 
     @cached_property
     def lines(self) -> list[str]:
@@ -74,7 +75,7 @@ class TextView:
     @cached_property
     def tokens(self) -> list[str]:
         """Words and punctuation marks as datatrove's FineWeb filters see them."""
-        return script_tokens(self.text) if self.script_aware else english_tokens(self.text)
+        return script_tokens(self.text) if self.script_aware else rules_for(self.lang).tokens(self.text)
 
     @cached_property
     def words(self) -> list[str]:

@@ -27,7 +27,7 @@ from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
 from raycorpus.process.filters.fineweb_text import sentence_count
 from raycorpus.process.filters.registry import register
-from raycorpus.process.filters.spacy_tokens import english_tokens
+from raycorpus.process.filters.spacy_tokens import rules_for
 from raycorpus.process.filters.words import count_words, script_tokens
 
 CITATION_RE = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
@@ -101,7 +101,7 @@ class C4Filter(Filter):
                 continue
             kept.append((line, blank))
             blank = False
-        return self._result(text, kept, lines, reason, hits, view.script_aware)
+        return self._result(text, kept, lines, reason, hits, view)
 
     def _line_rule(self, line: str, script_aware: bool, citations: bool) -> tuple[str, str] | None:
         """The line as kept (citations removed) and lower-cased, or None: a line rule removes it."""
@@ -119,7 +119,7 @@ class C4Filter(Filter):
         return line, line.lower()
 
     def _result(self, text: str, kept: list[tuple[str, bool]], lines: int, reason: str | None,
-                hits: dict[str, int], script_aware: bool) -> FilterResult:
+                hits: dict[str, int], view: TextView) -> FilterResult:
         cfg = self.cfg
         if cfg.keep_paragraphs:
             new_text = "".join((("\n\n" if blank else "\n") if i else "") + ln
@@ -128,7 +128,7 @@ class C4Filter(Filter):
             new_text = "\n".join(ln for ln, _ in kept).strip()
         signals: dict[str, float | int | str] = {"c4.lines": lines, "c4.lines_removed": lines - len(kept)}
         if self.all_signals or len(kept) < cfg.min_sentences:  # else enough: each kept line holds a sentence
-            split = script_tokens if script_aware else english_tokens
+            split = script_tokens if view.script_aware else rules_for(view.lang).tokens
             signals["c4.sentences"] = sentences = sum(sentence_count(split(ln)) for ln, _ in kept)
             reason = reason or sentence_verdict(sentences, cfg)
         if cfg.drop_lorem_ipsum:

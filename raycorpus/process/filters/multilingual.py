@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from raycorpus.process.filters.base import Filter, StageSettings, TextView
 from raycorpus.process.filters.langcodes import CANONICAL, fineweb2_name
 from raycorpus.process.filters.langtable import for_label
+from raycorpus.process.filters.spacy_tokens import rules_for
 from raycorpus.process.filters.words import SPACELESS_LABELS
 
 if TYPE_CHECKING:
@@ -95,10 +96,12 @@ def script_aware(lang: str) -> bool:
 
 
 def language_view(view: TextView, lang: str) -> TextView:
-    """``view``, or a script-aware view of the same text when ``lang`` needs one."""
-    if view.script_aware or not script_aware(lang):
+    """``view``, or a view of the same text with ``lang``'s words: script-aware ones when ``lang`` needs them,
+    else those of the spaCy rules datatrove uses for ``lang``."""
+    aware = view.script_aware or script_aware(lang)
+    if aware == view.script_aware and (aware or rules_for(lang) is rules_for(view.lang)):
         return view
-    return TextView(view.text, script_aware=True)
+    return TextView(view.text, script_aware=aware, lang=lang)
 
 
 def has_defaults(label: str) -> bool:

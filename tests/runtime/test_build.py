@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
@@ -133,21 +134,27 @@ def test_resume_refuses_a_different_config(reference, crawl, tmp_path):
         run(make_config(str(c.manifest_path), str(ref_out), tok, output={"shard_size_tokens": 777}))
 
 
-def test_resume_refuses_an_output_extracted_with_other_rules(reference, crawl, tmp_path):
-    """run.json records the extraction rules' revision: an output started under another one is not continued with
-    these rules (its documents would come from two extractors); one from before the record is."""
+def copied_reference(reference, crawl, tmp_path) -> tuple[Path, dict, Config]:
+    """A copy of the reference output, its run.json (with the copy's config fingerprint: the output's path is
+    part of it) and the config that resumes it."""
     import shutil
-
-    from raycorpus.output.ledger import LedgerError
-    from raycorpus.process.extract_rules import RULES_REVISION
 
     c, tok = crawl
     out = tmp_path / "out"
     shutil.copytree(reference[0], out)
-    info = json.loads((out / "run.json").read_text())
-    assert info["extract_rules"] == RULES_REVISION
     cfg = make_config(str(c.manifest_path), str(out), tok)
-    info["config_fingerprint"] = cfg.fingerprint()  # (the output's path is part of it)
+    info = json.loads((out / "run.json").read_text()) | {"config_fingerprint": cfg.fingerprint()}
+    return out, info, cfg
+
+
+def test_resume_refuses_an_output_extracted_with_other_rules(reference, crawl, tmp_path):
+    """run.json records the extraction rules' revision: an output started under another one is not continued with
+    these rules (its documents would come from two extractors); one from before the record is."""
+    from raycorpus.output.ledger import LedgerError
+    from raycorpus.process.extract_rules import RULES_REVISION
+
+    out, info, cfg = copied_reference(reference, crawl, tmp_path)
+    assert info["extract_rules"] == RULES_REVISION
     (out / "run.json").write_text(json.dumps(info | {"extract_rules": RULES_REVISION - 1}))
     with pytest.raises(LedgerError, match=f"revision {RULES_REVISION - 1}; this raycorpus extracts with revision"):
         run(cfg)
@@ -160,18 +167,11 @@ def test_resume_refuses_an_output_filtered_with_other_definitions(reference, cra
     """run.json records the quality stages' definitions: an output judged by another revision (or one from before
     the record: raycorpus's own definitions) is not continued with FineWeb's, which would judge half its documents
     otherwise."""
-    import shutil
-
     from raycorpus.output.ledger import LedgerError
     from raycorpus.process.filters.base import FILTER_RULES
 
-    c, tok = crawl
-    out = tmp_path / "out"
-    shutil.copytree(reference[0], out)
-    info = json.loads((out / "run.json").read_text())
+    out, info, cfg = copied_reference(reference, crawl, tmp_path)
     assert info["filter_rules"] == FILTER_RULES
-    cfg = make_config(str(c.manifest_path), str(out), tok)
-    info["config_fingerprint"] = cfg.fingerprint()  # (the output's path is part of it)
     (out / "run.json").write_text(json.dumps({k: v for k, v in info.items() if k != "filter_rules"}))
     with pytest.raises(LedgerError, match="definitions of revision 1 .raycorpus's own, before FineWeb's.; this "
                        f"raycorpus filters with revision {FILTER_RULES}"):

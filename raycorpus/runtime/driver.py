@@ -59,7 +59,7 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
     if old is None:
         ledger.write_run(run)
         return
-    check_filter_rules(ledger.out_url, old, run["filter_rules"])  # first: it says why the fingerprint moved too
+    check_filter_rules(ledger.out_url, old, run.get("filter_rules", 1))  # first: it says why the fingerprint moved too
     for key in ("config_fingerprint", "manifest", "base", "warcs", "tokenizer_sha256", "source", "dedup_against"):
         if key == "warcs" and lines is not None:
             continue

@@ -180,17 +180,17 @@ class ReportState:
 
     def _samples(self, candidates: list[SampleDoc], decision: Decision | None) -> None:
         """Merge a WARC's sample candidates; a passed one is labelled by the dedup decision."""
+        bounds = self.bounds()
         by_pool: dict[str, list[SampleDoc]] = {}
         for s in candidates:
-            if s.pool == PASSED:
-                _label(s, decision)
-            by_pool.setdefault(s.pool, []).append(s)
-        bounds = self.bounds()
+            if s.key <= bounds.get(s.pool, NO_BOUND):  # (a worker sent it before it knew the bound)
+                by_pool.setdefault(s.pool, []).append(s)
         for pool, new in by_pool.items():
-            new = [s for s in new if s.key <= bounds.get(pool, NO_BOUND)]  # most candidates stop here
-            if new:
-                size = self.samples_passed if pool == PASSED else self.samples_per_reason
-                self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
+            if pool == PASSED:
+                for s in new:
+                    _label(s, decision)
+            size = self.samples_passed if pool == PASSED else self.samples_per_reason
+            self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
 
     def bounds(self) -> SampleBounds:
         """Per pool whose sample is full, the largest key still in it: a worker sends no document above it."""

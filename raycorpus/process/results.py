@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raycorpus.process.document import Document
 from raycorpus.process.profile import WarcProfile
+
+if TYPE_CHECKING:
+    from raycorpus.process.dedup.arrays import WarcKeys
+    from raycorpus.process.dedup.index import Layout
 
 
 @dataclass(slots=True)
@@ -37,8 +42,12 @@ class WarcResult:
         """(tokens, lengths), what the packer appends."""
         return self.tokens, self.lengths
 
-    def dedup_payload(self, eligible: np.ndarray | None = None) -> DedupPayload:
-        return DedupPayload(self.content_hashes, self.signatures, eligible, self.url_hashes)
+    def dedup_payload(self, eligible: np.ndarray | None = None, layout: Layout | None = None) -> DedupPayload:
+        """The WARC's dedup keys; with the index's ``layout``, the keys the decision uses are computed here too."""
+        payload = DedupPayload(self.content_hashes, self.signatures, eligible, self.url_hashes)
+        if layout is not None:
+            payload.keys = layout.warc_keys(*payload.rows(eligible))
+        return payload
 
 
 @dataclass(slots=True)
@@ -84,6 +93,7 @@ class DedupPayload:
     signatures: np.ndarray | None  # (docs, num_perm) uint32 MinHash, None without near dedup
     eligible: np.ndarray | None = None  # tag mode: the documents filter mode would keep (only they take part)
     url_hashes: np.ndarray | None = None  # uint64 normalised-URL keys, None without URL dedup
+    keys: WarcKeys | None = None  # of the eligible documents, computed by the worker (None: by the head)
 
     @classmethod
     def joined(cls, parts: list[DedupPayload]) -> DedupPayload:
@@ -93,6 +103,7 @@ class DedupPayload:
             return None if arrays[0] is None else np.concatenate(arrays)
 
         return cls(*(cat([getattr(p, f) for p in parts]) for f in ("hashes", "signatures", "eligible", "url_hashes")))
+        # (no keys: documents of two ranges may share one; the head computes them for the whole WARC)
 
     def rows(self, eligible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(hashes, signatures, URL keys) of the given documents (all when None)."""

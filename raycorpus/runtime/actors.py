@@ -66,6 +66,7 @@ class WarcWorker(Measured):
                           else SelectProcessor(cfg, select, encoder))
         self.metrics = Metrics(cfg.output.path)
         self.out_url = cfg.output.path
+        self.layout = worker_layout(cfg)
         self.node_id = ray.get_runtime_context().get_node_id()
 
     def ready(self) -> str:
@@ -92,7 +93,13 @@ class WarcWorker(Measured):
                 result.bytes_read, unwritable_texts([d.text for d in result.docs])))
         staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded(),
                               part=None if part is None else part.index)
-        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag)), staged
+        layout = self.layout if part is None else None  # a range's keys: the head computes them for the whole WARC
+        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag), layout), staged
+
+
+def worker_layout(cfg: Config) -> Layout | None:
+    """What a worker needs of the dedup index's layout to compute a WARC's keys (not the shard count)."""
+    return Layout.from_config(cfg.dedup, 1) if cfg.dedup.enabled else None
 
 
 def eligible_for_dedup(result: WarcResult, tag: bool) -> np.ndarray | None:

@@ -149,7 +149,7 @@ class DedupStage:
     def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
         """(decision, record); in tag mode only the documents filter mode would keep take part."""
         eligible = payload.eligible
-        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible))
+        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys)
         return (decision if eligible is None else decision.expand(eligible)), record
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:

@@ -34,10 +34,10 @@ from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.output.summary import RunSummary
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
-from raycorpus.process.profile import WarcProfile
+from raycorpus.process.profile import NO_BOUND, WarcProfile
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
-from raycorpus.runtime.actors import Measured, eligible_for_dedup
+from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout
 from raycorpus.runtime.pool import Task, WorkSource
 
 
@@ -102,6 +102,7 @@ class ReplayWorker(Measured):
     def __init__(self, cfg: Config, cached: list[WarcResult], plan: ReplayPlan):
         self.cached, self.plan = cached, plan
         self.tag = cfg.filters.mode == "tag"
+        self.layout = worker_layout(cfg)
         self.storage, self.out_url = Storage(cfg.storage), cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
 
@@ -111,13 +112,16 @@ class ReplayWorker(Measured):
     @ray.method(num_returns=4)
     def process(self, ordinal: int, url: str, part: None = None, bounds: dict | None = None
                 ) -> tuple[WarcSummary, list, DedupPayload, WarcTokens]:
-        """WARC ``ordinal`` replayed. ``part`` and the report's sample ``bounds`` are not used: the cached results'
-        profiles travel as they were made, so the head sums report data as in a real run."""
+        """WARC ``ordinal`` replayed. ``part`` is not used; the report's sample ``bounds`` are applied as a worker
+        applies them (it sends no candidate above its pool's bound)."""
         result = replay_warc(self.cached, self.plan, ordinal)
+        if result.profile is not None and bounds:
+            result.profile.samples = [s for s in result.profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
         summary = result.summary()
         summary.node = self.node_id
         staged = stage_tokens(self.storage, self.out_url, ordinal, *result.encoded())  # as a worker stages them
-        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, self.tag)), staged
+        payload = result.dedup_payload(eligible_for_dedup(result, self.tag), self.layout)
+        return summary, result.docs, payload, staged
 
 
 def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], float]:

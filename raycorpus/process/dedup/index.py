@@ -39,6 +39,7 @@ from typing import Protocol
 import numpy as np
 
 from raycorpus import counts as ck
+from raycorpus.process.dedup.arrays import KnownDocuments, ShardSplit, WarcKeys, WithinWarc
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.prior import is_prior, local_gid
@@ -128,9 +129,26 @@ class Layout:
         chance = 2.0 ** -self.sig_bits
         return max(0.0, (m - chance) / (1.0 - chance))
 
+    def estimates(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """:meth:`estimate` row by row (broadcasting), as float64: the same values, one call."""
+        if self.sketch:
+            return np.atleast_1d(_OPH[self.oph_bits].estimate(a, b))
+        m = np.count_nonzero(a == b, axis=-1) / a.shape[-1]
+        chance = 2.0 ** -self.sig_bits
+        return np.maximum(0.0, (m - chance) / (1.0 - chance))
+
     def keys(self, sigs: np.ndarray) -> np.ndarray:
         """``(n, bands)`` band keys of 32-bit signatures."""
         return band_keys(sigs.astype(np.uint64), self.bands, self.rows)
+
+    def warc_keys(self, hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | None) -> WarcKeys:
+        """A WARC's keys (see :class:`~raycorpus.process.dedup.arrays.WarcKeys`) from its content hashes,
+        signatures and URL keys."""
+        hashes = np.asarray(hashes, np.uint64)
+        ek, uk = self.exact_keys(hashes, urls if self.url else None)
+        near = self.near and sigs is not None
+        keys = self.keys(sigs) if near else np.empty((hashes.size, 0), np.uint64)
+        return WarcKeys(ek, uk, keys, WithinWarc.of(ek, uk, keys, NO_URL))
 
     def route(self, keys: np.ndarray) -> np.ndarray:
         return (keys % np.uint64(self.n_shards)).astype(np.intp)
@@ -347,6 +365,39 @@ class Decision:
         counts[ck.DEDUP_INDEXED] += self.indexed
 
 
+class _Draft:
+    """A WARC's decision while it is taken (see :class:`Decision`)."""
+
+    def __init__(self, n: int):
+        self.kind = np.zeros(n, np.uint8)
+        self.dup_of = np.full(n, NO_MATCH, np.uint64)
+        self.jac = np.zeros(n, np.float32)
+        self.verified = np.full(n, np.nan, np.float32)
+
+    def set(self, rows, kind: int, dup_of, jac) -> None:
+        """``rows`` (a mask or indexes) become ``kind`` duplicates of ``dup_of`` at estimated Jaccard ``jac``."""
+        self.kind[rows], self.dup_of[rows], self.jac[rows] = kind, dup_of, jac
+
+    def set_rows(self, rows, kind: int, dup_of, jac, verified) -> None:
+        self.set(rows, kind, dup_of, jac)
+        self.verified[rows] = verified
+
+    def decision(self, indexed: int) -> Decision:
+        return Decision(self.kind, self.dup_of, self.jac, indexed, None, self.verified)
+
+
+@dataclass(frozen=True)
+class _Warc:
+    """One WARC's documents as the decision sees them: what the index and the WARC itself say of each."""
+
+    gids: np.ndarray
+    stored: np.ndarray | None  # signatures as verification keeps them (None: no near dedup)
+    prior_exact: np.ndarray  # docno of the indexed document with the same content key, or NO_MATCH
+    prior_url: np.ndarray  # ... with the same URL key
+    prior_band: np.ndarray  # (n, bands): ... sharing each band
+    within: WithinWarc
+
+
 class Deduplicator:
     """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
 
@@ -357,62 +408,127 @@ class Deduplicator:
         self.next_docno = next_docno  # documents indexed so far (all shards)
 
     def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None,
-               urls: np.ndarray | None = None) -> tuple[Decision, bytes]:
+               urls: np.ndarray | None = None, keys: WarcKeys | None = None) -> tuple[Decision, bytes]:
         """Decide, insert what is kept, and return (decision, durable record of the inserted documents).
 
         Per document, in record order, against the indexed documents and this WARC's earlier kept ones:
         the same URL key makes it a URL duplicate; else the same content hash an exact duplicate; else a
-        (verified) shared band a near duplicate. Only kept documents insert their keys."""
+        (verified) shared band a near duplicate. Only kept documents insert their keys.
+
+        As arrays: the documents whose decision depends on no other document of the WARC (the most) are
+        decided together; only those sharing a key with an earlier document of the WARC go one by one.
+        ``keys``: the WARC's keys and those relations, when its worker computed them (else they are computed here)."""
         lay = self.layout
         n = len(hashes)
         gids = make_gids(ordinal, n)
-        kind = np.zeros(n, np.uint8)
-        dup_of = np.full(n, NO_MATCH, np.uint64)
-        jac = np.zeros(n, np.float32)
-        verified = np.full(n, np.nan, np.float32)
         hashes = np.asarray(hashes, np.uint64)
         urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
+        draft = _Draft(n)
         if n == 0:
             none = np.zeros(0, bool) if lay.index_dups else None
             record = encode_record(IndexRecord(gids, hashes, sigs, urls, none))
-            return Decision(kind, dup_of, jac, 0, None, verified), record
+            return draft.decision(0), record
         near = lay.near and sigs is not None
-        ek, uk = lay.exact_keys(hashes, urls)
-        keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
-        stored = lay.stored(sigs) if near else None
-        prior_exact, prior_url, prior_band = self._query(ek, uk, keys)
-        has_prior = (prior_exact != NO_MATCH) | (prior_url != NO_MATCH)
-        if near:
-            has_prior |= (prior_band != NO_MATCH).any(axis=1)
-        prior_gid, prior_sig = self._prior_documents(
-            np.concatenate([prior_exact[has_prior], prior_url[has_prior]]), prior_band[has_prior])
-        url_earlier = {i: e for i, e in _earlier_equal(uk[:, None]).items() if uk[i] != NO_URL} if uk.size else {}
-        exact_earlier = _earlier_equal(ek[:, None]) if lay.exact else {}
-        band_earlier = _earlier_equal(keys) if near else {}
-        todo = set(np.flatnonzero(has_prior).tolist()) | set(url_earlier) | set(exact_earlier) | set(band_earlier)
-        for i in sorted(todo):
-            for code, prior, earlier in ((URL, prior_url, url_earlier), (EXACT, prior_exact, exact_earlier)):
-                j = next((j for j in earlier.get(i, ()) if kind[j] == KEEP), None)  # URL / exact: kept ones only
-                if prior[i] != NO_MATCH or j is not None:
-                    match = prior_gid[int(prior[i])] if prior[i] != NO_MATCH else gids[j]
-                    kind[i], dup_of[i], jac[i] = code, match, (1.0 if code == EXACT else np.nan)
-                    break
-            else:
-                if not near:
-                    continue
-                # candidates in commit order: indexed documents first, then earlier indexed ones of this WARC
-                cands = [(prior_gid[d], prior_sig.get(d))
-                         for d in sorted({int(d) for d in prior_band[i] if d != NO_MATCH})]
-                cands += [(int(gids[j]), stored[j]) for j in band_earlier.get(i, ()) if self._indexed(kind[j])]
-                if cands:
-                    kind[i], dup_of[i], jac[i], verified[i] = self._near_match(stored[i], cands)
+        keys = keys or lay.warc_keys(hashes, sigs, urls)
+        ek, uk = keys.exact, keys.url
+        warc = _Warc(gids, lay.stored(sigs) if near else None, *self._query(ek, uk, keys.bands), keys.within)
+        known = self._prior_documents(warc)
+        self._decide_alone(draft, warc, known)
+        self._decide_in_order(draft, warc, known)
+        kind = draft.kind
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys, sigs if near else None)
-        kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
+        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys.bands, sigs if near else None)
+        kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
-        return Decision(kind, dup_of, jac, n_kept, None, verified), encode_record(record)
+        return draft.decision(n_kept), encode_record(record)
+
+    def _decide_alone(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
+        """The documents that share no key with an earlier document of the WARC (or whose URL names an indexed
+        document: that decides them whatever the WARC holds), all at once."""
+        url = w.prior_url != NO_MATCH
+        d.set(url, URL, known.gid(w.prior_url[url]), np.nan)
+        exact = ~url & ~w.within.url.any & (w.prior_exact != NO_MATCH)
+        d.set(exact, EXACT, known.gid(w.prior_exact[exact]), 1.0)
+        if w.stored is not None:
+            alone = ~url & ~exact & ~w.within.url.any & ~w.within.exact.any & ~w.within.band.any
+            self._near(d, w, known, np.flatnonzero(alone & (w.prior_band != NO_MATCH).any(axis=1)))
+
+    def _decide_in_order(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
+        """The documents that share a key with earlier documents of the WARC: in waves, each deciding together
+        the documents whose earlier ones are all decided (what one by one in record order would decide)."""
+        within = w.within
+        url = w.prior_url != NO_MATCH
+        exact = ~url & ~within.url.any & (w.prior_exact != NO_MATCH)
+        band = within.band.any if w.stored is not None else np.zeros_like(url)
+        todo = np.flatnonzero(~url & ~exact & (within.url.any | within.exact.any | band))
+        pending = np.zeros(url.size, bool)
+        pending[todo] = True
+        relations = (within.url, within.exact) + ((within.band,) if w.stored is not None else ())
+        pairs = [r.pairs(todo) for r in relations]  # (document, an earlier one of the WARC it waits for)
+        owner, earlier = (np.concatenate([p[k] for p in pairs]) for k in (0, 1))
+        while todo.size:
+            waits = pending[earlier]
+            owner, earlier = owner[waits], earlier[waits]
+            blocked = np.zeros(url.size, bool)
+            blocked[owner] = True
+            ready = todo[~blocked[todo]]
+            self._decide_wave(d, w, known, ready)
+            pending[ready] = False
+            todo = todo[blocked[todo]]
+
+    def _decide_wave(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray) -> None:
+        """Documents whose earlier documents of the WARC are all decided: URL, exact, then near."""
+        for code, prior, earlier in ((URL, w.prior_url, w.within.url), (EXACT, w.prior_exact, w.within.exact)):
+            hit = prior[rows] != NO_MATCH  # (a URL hit never gets here: it was decided alone)
+            d.set(rows[hit], code, known.gid(prior[rows[hit]]), 1.0 if code == EXACT else np.nan)
+            owner, j = earlier.pairs(rows[~hit])
+            kept = d.kind[j] == KEEP  # URL / exact: kept ones only, the first
+            matched, first = np.unique(owner[kept], return_index=True)
+            d.set(matched, code, w.gids[j[kept][first]], 1.0 if code == EXACT else np.nan)
+            rows = rows[d.kind[rows] == KEEP]
+        if w.stored is not None and rows.size:
+            owner, j = w.within.band.pairs(rows)
+            mine = (d.kind[j] == KEEP) | ((d.kind[j] == NEAR) & self.layout.index_dups)  # indexed ones only
+            self._near(d, w, known, rows, owner[mine], j[mine])
+
+    def _near(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray,
+              owner: np.ndarray | None = None, earlier: np.ndarray | None = None) -> None:
+        """Near-duplicate decisions of ``rows`` against their candidates in commit order: the indexed documents
+        sharing a band (by docno), then the earlier indexed documents of the WARC sharing one (``owner``,
+        ``earlier`` pairs); the best estimate wins (the first of equals), or without verification the first."""
+        if not rows.size:
+            return
+        band = w.prior_band[rows]
+        hit = band != NO_MATCH
+        pairs = np.unique((np.repeat(rows, band.shape[1])[hit.ravel()].astype(np.uint64) << np.uint64(32)) | band[hit])
+        c_row = (pairs >> np.uint64(32)).astype(np.intp)
+        docnos = pairs & np.uint64(0xFFFFFFFF)
+        c_gid = known.gid(docnos)
+        c_sig = None
+        if self.layout.verify:  # (no indexed document named at all: none of theirs)
+            c_sig = known.sig(docnos) if known.sigs is not None else w.stored[:0]
+        if owner is not None and owner.size:  # then this WARC's: sorted by row, stable (commit order after)
+            order = np.argsort(np.concatenate([c_row, owner]), kind="stable")
+            c_row = np.concatenate([c_row, owner])[order]
+            c_gid = np.concatenate([c_gid, w.gids[earlier]])[order]
+            if c_sig is not None:
+                c_sig = np.concatenate([c_sig, w.stored[earlier]])[order]
+        if not c_row.size:
+            return
+        first = np.flatnonzero(np.r_[True, c_row[1:] != c_row[:-1]])
+        if not self.layout.verify:  # any shared band: the earliest candidate
+            d.set_rows(c_row[first], NEAR, c_gid[first], np.nan, np.nan)
+            return
+        est = self.layout.estimates(c_sig, w.stored[c_row])
+        best = np.maximum.reduceat(est, first)
+        at = np.flatnonzero(est == np.repeat(best, np.diff(np.r_[first, est.size])))
+        at = at[np.r_[True, c_row[at][1:] != c_row[at][:-1]]]  # the first best of each row
+        r = c_row[at]
+        d.verified[r] = best
+        dup = best >= self.threshold + self.layout.margin
+        d.set_rows(r[dup], NEAR, c_gid[at][dup], best[dup], best[dup])
 
     def _indexed(self, kind: int) -> bool:
         """A document of this kind is in the index (a near candidate for the later ones)."""
@@ -421,50 +537,32 @@ class Deduplicator:
     def _query(self, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
         (content and URL keys are both looked up in the exact table)."""
-        lay, n_sh, n = self.layout, self.layout.n_shards, keys.shape[0]
+        lay, n = self.layout, keys.shape[0]
         exact = np.concatenate([ek, uk])
         flat = keys.ravel()
-        e_route, b_route = lay.route(exact), lay.route(flat)
-        e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
-        b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
-        answers = self.shards.query([(exact[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
-        prior = np.full(exact.size, NO_MATCH, np.uint64)
-        prior_band = np.full(flat.size, NO_MATCH, np.uint64)
-        for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
-            prior[e], prior_band[b] = ea, ba
+        e_split, b_split = ShardSplit.of(lay.route(exact), lay.n_shards), ShardSplit.of(lay.route(flat), lay.n_shards)
+        answers = self.shards.query(list(zip(e_split.parts(exact), b_split.parts(flat), strict=True)))
+        prior = e_split.join([a for a, _ in answers])
+        prior_band = b_split.join([b for _, b in answers])
         none = np.full(n, NO_MATCH, np.uint64)
         prior_exact = prior[: ek.size] if ek.size else none
         prior_url = prior[ek.size :] if uk.size else none
         return prior_exact, prior_url, prior_band.reshape(keys.shape)
 
-    def _prior_documents(self, exact: np.ndarray, band: np.ndarray) -> tuple[dict[int, int], dict[int, np.ndarray]]:
-        """The earlier documents named: their gids (for dup_of) and signatures (to verify), by docno."""
-        prior_gid: dict[int, int] = {}
-        prior_sig: dict[int, np.ndarray] = {}
-        want = np.unique(np.concatenate([exact, band.ravel()]))
-        want = want[want != NO_MATCH]
-        if want.size:
-            owner = self.layout.owner(want)
-            reqs = [want[owner == s] for s in range(self.layout.n_shards)]
-            for d, (g, sg) in zip(reqs, self.shards.documents(reqs), strict=True):
-                prior_gid.update(zip(d.tolist(), g.tolist(), strict=True))
-                if sg is not None:
-                    prior_sig.update(zip(d.tolist(), sg, strict=True))
-        return prior_gid, prior_sig
-
-    def _near_match(self, sig: np.ndarray, cands: list[tuple[int, np.ndarray | None]]
-                    ) -> tuple[int, int, float, float]:
-        """(kind, dup_of, jaccard, best estimate) of a document sharing a band with ``cands`` (in commit order)."""
-        if not self.layout.verify:  # any shared band: the earliest candidate
-            return NEAR, cands[0][0], np.nan, np.nan
-        best_j, best_g = -1.0, 0
-        for g, sg in cands:
-            est = self.layout.estimate(sg, sig)
-            if est > best_j:
-                best_j, best_g = est, g
-        if best_j >= self.threshold + self.layout.margin:
-            return NEAR, best_g, best_j, best_j
-        return KEEP, NO_MATCH, 0.0, best_j
+    def _prior_documents(self, w: _Warc) -> KnownDocuments:
+        """The indexed documents named by the WARC's keys: their gids (for dup_of) and signatures (to verify)."""
+        named = np.concatenate([w.prior_exact, w.prior_url, w.prior_band.ravel()])
+        want = np.unique(named[named != NO_MATCH])
+        if not want.size:
+            return KnownDocuments(want, want, None)
+        split = ShardSplit.of(self.layout.owner(want), self.layout.n_shards)
+        answers = self.shards.documents(split.parts(want))
+        gids = split.join([g for g, _ in answers])
+        sigs = None
+        some = next((sg for _, sg in answers if sg is not None), None)
+        if some is not None:  # (a shard that owns no document yet has none)
+            sigs = split.join([some[:0] if sg is None else sg for _, sg in answers], some.dtype)
+        return KnownDocuments(want, gids, sigs)
 
     def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray, ek: np.ndarray,
                 uk: np.ndarray, keys: np.ndarray, sigs: np.ndarray | None) -> int:
@@ -484,41 +582,10 @@ class Deduplicator:
         kflat = keys[keep].ravel()
         kflat_no = np.repeat(docnos, keys.shape[1])
         ksigs = sigs[keep] if sigs is not None else None
-        ke_route, kb_route, owner = lay.route(ke), lay.route(kflat), lay.owner(docnos)
-        reqs = []
-        for s in range(lay.n_shards):
-            e, b, o = ke_route == s, kb_route == s, owner == s
-            reqs.append((ke[e], ke_no[e], kflat[b], kflat_no[b], docnos[o], kg[o],
-                         lay.stored(ksigs[o]) if lay.verify else None))
+        e, b, o = (ShardSplit.of(r, lay.n_shards) for r in (lay.route(ke), lay.route(kflat), lay.owner(docnos)))
+        own_sigs = o.parts(lay.stored(ksigs)) if lay.verify else [None] * lay.n_shards
+        reqs = list(zip(e.parts(ke), e.parts(ke_no), b.parts(kflat), b.parts(kflat_no), o.parts(docnos), o.parts(kg),
+                        own_sigs, strict=True))
         self.shards.insert(reqs, ordinal)
         self.next_docno += n_kept
         return n_kept
-
-
-def _earlier_equal(keys: np.ndarray) -> dict[int, list[int]]:
-    """Documents (rows) sharing any column's key with an earlier row: ``{i: [earlier rows]}`` ascending.
-
-    Vectorised: every (later, earlier) pair within each group of equal keys, then the distinct pairs."""
-    n, b = keys.shape
-    if n < 2 or b == 0:
-        return {}
-    flat = keys.ravel()
-    order = np.argsort(flat, kind="stable")  # by key, then row (rows are in order in the flattened array)
-    sk, sr = flat[order], order // b
-    distinct = np.ones(sk.size, bool)  # a row with one key in two columns counts once
-    distinct[1:] = (sk[1:] != sk[:-1]) | (sr[1:] != sr[:-1])
-    sk, sr = sk[distinct], sr[distinct]
-    new_group = np.ones(sk.size, bool)
-    new_group[1:] = sk[1:] != sk[:-1]
-    if new_group.all():
-        return {}
-    start = np.maximum.accumulate(np.where(new_group, np.arange(sk.size), 0))  # each position's group start
-    before = np.arange(sk.size) - start  # how many earlier rows share its key
-    later = np.flatnonzero(before)
-    counts = before[later]
-    first_pair = np.cumsum(counts) - counts
-    earlier = np.repeat(start[later], counts) + (np.arange(int(counts.sum())) - np.repeat(first_pair, counts))
-    pairs = np.unique(sr[np.repeat(later, counts)].astype(np.int64) * n + sr[earlier])
-    i, j = pairs // n, pairs % n
-    cuts = np.flatnonzero(np.diff(i)) + 1
-    return {int(a[0]): c.tolist() for a, c in zip(np.split(i, cuts), np.split(j, cuts), strict=True)}

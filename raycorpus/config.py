@@ -246,7 +246,8 @@ class Config(_Model):
         d["warc"].pop("max_attempts")
         d["warc"].pop("retry_backoff_seconds")
         d["warc"].pop("timeout_seconds")
-        for key in ("shards", "expected_docs", "shard_memory", "shard_cpus", "shard_resources"):
+        for key in ("shards", "expected_docs", "shard_memory", "shard_cpus", "shard_resources",
+                    "placement_timeout_seconds"):
             d["dedup"].pop(key)
         if not d["dedup"]["url"]:  # before URL dedup: those outputs keep their fingerprint with `url: false`
             d["dedup"].pop("url")

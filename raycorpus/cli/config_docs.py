@@ -54,7 +54,8 @@ and a section left out takes its defaults.
 resume or a grown build under another fingerprint exits 2 naming the difference. Left out of it (change
 them freely between a run and its resume): the `ray`, `run` and `storage` sections, `input.limit`,
 `output.report`, `warc.max_attempts`, `warc.retry_backoff_seconds`, `warc.timeout_seconds`, and
-`dedup.shards`, `dedup.expected_docs`, `dedup.shard_memory`, `dedup.shard_cpus`, `dedup.shard_resources`.
+`dedup.shards`, `dedup.expected_docs`, `dedup.shard_memory`, `dedup.shard_cpus`, `dedup.shard_resources`,
+`dedup.placement_timeout_seconds`.
 Settings added after outputs were first built are left out at the value that reproduces those outputs,
 so their fingerprints stay valid.
 

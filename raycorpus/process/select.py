@@ -54,7 +54,8 @@ from raycorpus.process.tokenize import TokenEncoder
 FREE = ("output", "tokenizer", "filters.mode", "filters.exclusions", "warc.max_attempts",
         "warc.retry_backoff_seconds", "warc.timeout_seconds", "dedup.enabled", "dedup.exact", "dedup.preset",
         "dedup.bands", "dedup.rows", "dedup.verify", "dedup.threshold", "dedup.signature_bits", "dedup.shards",
-        "dedup.expected_docs", "dedup.audit", "dedup.shard_memory", "dedup.shard_cpus", "dedup.shard_resources")
+        "dedup.expected_docs", "dedup.audit", "dedup.shard_memory", "dedup.shard_cpus", "dedup.shard_resources",
+        "dedup.placement_timeout_seconds")
 TAG_ONLY = ("id", "would_drop", "dedup")  # metadata a tag-mode output adds (ids are given again)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import ray
 from ray.exceptions import RayActorError
@@ -31,6 +32,8 @@ BYTES_PER_DOC = 510  # tables (URL keys included) + id + 192-byte OPH sketch per
 # reservation basis): 240 presized / 299 grown + 200 at 1 M documents
 MIN_SHARD_MEMORY = 256 * 2**20
 RESTART_SECONDS = 120.0
+PLACEMENT_REPORT_SECONDS = 5.0  # a shard Ray has not placed by then is reported (Ray itself says nothing)
+PLACEMENT_REPORT_EVERY = 60.0  # and again while it waits
 
 
 class RayShards:
@@ -71,6 +74,75 @@ def shard_memory(cfg: Config, shards: int) -> int | None:
     return max(MIN_SHARD_MEMORY, int(cfg.dedup.expected_docs / shards * BYTES_PER_DOC * 1.25))
 
 
+
+def shard_needs(cfg: Config, memory: int | None) -> dict[str, float]:
+    """What one LSH shard actor reserves, by Ray resource name: ``dedup.shard_resources``, CPUs and memory."""
+    needs = {k: float(v) for k, v in cfg.dedup.shard_resources.items()}
+    if cfg.dedup.shard_cpus:
+        needs["CPU"] = cfg.dedup.shard_cpus
+    if memory:
+        needs["memory"] = float(memory)
+    return needs
+
+
+@dataclass(frozen=True)
+class NodeOffer:
+    """One node of the cluster as Ray lists it (``ray.nodes()``): where, whether alive, its resources in all."""
+
+    address: str
+    alive: bool
+    resources: dict[str, float]
+
+    def holds(self, needs: dict[str, float]) -> bool:
+        return all(self.resources.get(k, 0.0) >= v for k, v in needs.items())
+
+
+def cluster_nodes() -> list[NodeOffer]:
+    return [NodeOffer(n.get("NodeManagerAddress") or n.get("NodeID", "?"), bool(n.get("Alive")),
+                      dict(n.get("Resources") or {})) for n in ray.nodes()]
+
+
+def _need_text(needs: dict[str, float]) -> str:
+    """``lsh: 1 (dedup.shard_resources), 2.00 GiB memory (dedup.shard_memory)``: each need and its setting."""
+    said = {"CPU": "dedup.shard_cpus", "memory": "dedup.shard_memory or expected_docs"}
+    return ", ".join((f"{v / 2**30:.2f} GiB memory" if k == "memory" else f"{k}: {v:g}")
+                     + f" ({said.get(k, 'dedup.shard_resources')})" for k, v in needs.items()) or "nothing"
+
+
+def placement_report(needs: dict[str, float], nodes: list[NodeOffer], seen: frozenset[str] = frozenset()) -> str:
+    """Why a shard is not placed: what it needs (``dedup.shard_resources``, CPUs, memory) and which nodes offer
+    it. Ray lists a dead node without its resources, so ``seen``: the nodes this run saw offering it."""
+    alive = [n.address for n in nodes if n.alive and n.holds(needs)]
+    text = f"each needs {_need_text(needs)}"
+    if alive:
+        return f"{text}; live nodes that offer it: {', '.join(alive)} (none has it free now)"
+    missing = sorted(k for k, v in needs.items() if not any(n.alive and n.resources.get(k, 0.0) >= v for n in nodes))
+    lacking = f"no live node offers {', '.join(missing)}" if missing else "no live node offers all of it together"
+    dead = sorted({n.address for n in nodes if not n.alive})
+    lost = [a for a in dead if a in seen]
+    if lost:
+        return f"{text}; {lacking}; the nodes that offered it, now dead: {', '.join(lost)}"
+    if dead:
+        return f"{text}; {lacking}; dead nodes (what they offered is not known): {', '.join(dead)}"
+    return f"{text}; {lacking}; no node of this cluster offers it"
+
+
+def _placed_now(actors: list, indexes: list[int], which: list[int], feasible: bool) -> list[int]:
+    """Which of the shards ``which`` Ray has given a process on a node (its constructor may still be loading
+    files), from Ray's actor table; where that table cannot say (a private API), those a live node could hold."""
+    out = []
+    for i, actor in zip(indexes, actors, strict=True):
+        if i in which:
+            try:
+                entry = ray._private.state.state.actor_table(actor._actor_id.hex())
+                placed = bool(entry and (entry.get("Address") or {}).get("Port"))
+            except Exception:  # another Ray version
+                placed = feasible
+            if placed:
+                out.append(i)
+    return out
+
+
 class DedupStage:
     """Owns the shard actors; ``decide`` is called once per processed WARC, in manifest order."""
 
@@ -84,6 +156,7 @@ class DedupStage:
             log.warning("dedup.shards is %d but this output's index has %d shards: keeping %d", cfg.dedup.shards, n, n)
         self.layout = Layout.from_config(cfg.dedup, n)
         self.reads: list[dict] = [{}] * n  # what each shard read when it (last) started
+        self.offering: set[str] = set()  # nodes seen offering what a shard needs (reported if they are lost)
         self.actors = self._start_all(state, range(n))
         self.shards = RayShards(self.actors)
         self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards,
@@ -101,7 +174,7 @@ class DedupStage:
         ).remote(self.layout, i, self.cfg, durable[i], [o for o in indexed if o >= durable[i].upto], self.priors)
             for i in indexes]
         try:
-            ready = ray.get([a.ready.remote() for a in actors])
+            ready = self._await_ready(actors, list(indexes), shard_needs(self.cfg, memory))
         except BaseException:
             for a in actors:
                 ray.kill(a)
@@ -113,6 +186,40 @@ class DedupStage:
         for i, r in zip(indexes, ready, strict=True):
             self.reads[i] = {k: v for k, v in r.items() if k != "docnos"}
         return actors
+
+    def _await_ready(self, actors: list, indexes: list[int], needs: dict[str, float]) -> list[dict]:
+        """The shards' ``ready()`` answers. A shard Ray has not placed on a node is reported after a few seconds
+        (what it needs, which nodes offer it), and once ``dedup.placement_timeout_seconds`` have passed the run
+        stops (RunAborted: the ledger is consistent). A placed shard loading its files is waited for."""
+        refs = [a.ready.remote() for a in actors]
+        self.offering |= {n.address for n in cluster_nodes() if n.alive and n.holds(needs)}  # Ray forgets a dead one's
+        start = time.monotonic()
+        limit = self.cfg.dedup.placement_timeout_seconds
+        report_at, warned, placed = start + PLACEMENT_REPORT_SECONDS, False, set()
+        while True:
+            done, waiting = ray.wait(refs, num_returns=len(refs), timeout=1.0, fetch_local=False)
+            ray.get(done)  # a shard that died starting raises here, at once
+            if not waiting:
+                if warned:
+                    log.warning("LSH shard(s) %s placed and started after %.0f s", indexes, time.monotonic() - start)
+                return ray.get(refs)
+            now = time.monotonic()
+            unknown = [i for i, r in zip(indexes, refs, strict=True) if r in waiting and i not in placed]
+            if not unknown or (now < report_at and now - start < limit):
+                continue
+            nodes = cluster_nodes()
+            placed |= set(_placed_now(actors, indexes, unknown, any(n.alive and n.holds(needs) for n in nodes)))
+            unplaced = [i for i in unknown if i not in placed]
+            if not unplaced:
+                continue
+            why = placement_report(needs, nodes, frozenset(self.offering))
+            if now - start >= limit:
+                raise RunAborted(f"LSH shard(s) {unplaced} could not be placed on a node within {limit:g} s "
+                                 f"(dedup.placement_timeout_seconds): {why}; the ledger is consistent: offer the "
+                                 "resource on a live node (or change dedup.shard_resources) and rerun to resume")
+            log.warning("LSH shard(s) %s not placed on a node after %.0f s: %s; waiting up to %g s "
+                        "(dedup.placement_timeout_seconds)", unplaced, now - start, why, limit)
+            report_at, warned = now + PLACEMENT_REPORT_EVERY, True
 
     def _indexed_since(self, first: int, end: int) -> list[int]:
         """Committed WARCs ``first <= ordinal < end`` that added documents to the index (they have records)."""

@@ -70,7 +70,13 @@ class DedupConfig(BaseModel):
         "Ray packs whole CPUs, so a fraction would cost its node a worker); not part of the output")
     shard_resources: dict[str, float] = Field(
         default_factory=dict, description="custom Ray resources each LSH shard actor needs (e.g. {lsh: 1} to put "
-        "shards on nodes started with --resources '{\"lsh\": N}'); not part of the output")
+        "shards on nodes started with --resources '{\"lsh\": N}'); offer it on more than one node: a shard whose "
+        "only node is lost cannot start again (see placement_timeout_seconds); not part of the output")
+    placement_timeout_seconds: float = Field(
+        300.0, gt=0, description="how long an LSH shard actor may wait for a node to place it (at start, or "
+        "replacing a lost one): past it the run stops (exit 1, the ledger consistent: rerun to resume) instead of "
+        "waiting for a node with its shard_resources / memory / CPUs to join; a shard not placed within seconds "
+        "is reported, naming what it needs and the nodes that offer it; not part of the output")
 
     @model_validator(mode="after")
     def _fits(self) -> DedupConfig:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from urllib.parse import urlsplit
 
@@ -168,7 +168,8 @@ class WarcProfile:
             host_map = np.array([hosts.setdefault(x, len(hosts)) for x in p.host_names()], np.uint32)
             lang_rows.append(lang_map[p.lang] if p.lang.size else p.lang)
             host_rows.append(host_map[p.host] if p.host.size else p.host)
-            out.samples += p.samples
+            rows = sum(r.size for r in lang_rows[:-1])  # the part's rows follow the earlier parts'
+            out.samples += [replace(x, index=x.index + rows) if x.index >= 0 else x for x in p.samples]
         out.lang_names, out.hosts, out.host_keys = list(langs), "\n".join(hosts), host_keys(list(hosts))
         out.lang, out.host = np.concatenate(lang_rows).astype(np.uint16), np.concatenate(host_rows).astype(np.uint32)
         for f in ("chars", "tokens", "char_bin", "token_bin", "open"):

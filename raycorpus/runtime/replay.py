@@ -34,7 +34,7 @@ from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.output.summary import RunSummary
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
-from raycorpus.process.profile import NO_BOUND, WarcProfile
+from raycorpus.process.profile import NO_BOUND, PASSED, WarcProfile, smallest
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout
@@ -103,6 +103,7 @@ class ReplayWorker(Measured):
         self.cached, self.plan = cached, plan
         self.tag = cfg.filters.mode == "tag"
         self.layout = worker_layout(cfg)
+        self.sizes = (cfg.output.report.samples_passed, cfg.output.report.samples_per_reason)
         self.storage, self.out_url = Storage(cfg.storage), cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
 
@@ -115,8 +116,14 @@ class ReplayWorker(Measured):
         """WARC ``ordinal`` replayed. ``part`` is not used; the report's sample ``bounds`` are applied as a worker
         applies them (it sends no candidate above its pool's bound)."""
         result = replay_warc(self.cached, self.plan, ordinal)
-        if result.profile is not None and bounds:
-            result.profile.samples = [s for s in result.profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
+        if result.profile is not None:  # what a worker of the whole WARC sends: its smallest, under the bounds
+            bounds = bounds or {}
+            pools: dict[str, list] = {}
+            for s in result.profile.samples:
+                if s.key <= bounds.get(s.pool, NO_BOUND):
+                    pools.setdefault(s.pool, []).append(s)
+            result.profile.samples = [s for pool, c in sorted(pools.items())
+                                      for s in smallest(c, self.sizes[0] if pool == PASSED else self.sizes[1])]
         summary = result.summary()
         summary.node = self.node_id
         staged = stage_tokens(self.storage, self.out_url, ordinal, *result.encoded())  # as a worker stages them
@@ -138,11 +145,13 @@ def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], floa
 
 
 def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: ReplayPlan, out: str,
-                replay_workers: int) -> RunSummary:
-    """One replay run into a fresh output: the run summary."""
+                replay_workers: int, expected_docs: int = 0) -> RunSummary:
+    """One replay run into a fresh output: the run summary. ``expected_docs``: the index's size, when the config
+    does not set it (a production run sizes it from `raycorpus plan` rather than growing its tables)."""
     from raycorpus.runtime.driver import run_build
 
     run_cfg = cfg.model_copy(update={
+        "dedup": cfg.dedup.model_copy(update={"expected_docs": cfg.dedup.expected_docs or expected_docs}),
         "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "prefix": None, "base": None,
                                               "limit": None}),
         "output": cfg.output.model_copy(update={"path": out, "documents": False, "format": []}),
@@ -180,11 +189,12 @@ def figures(summary: RunSummary, worker_ms: float) -> dict:
 
 
 def _replay_medians(cfg: Config, token_meta: dict, cached_ref, plan: ReplayPlan, repeats: int, worker_ms: float,
-                    replay_workers: int) -> tuple[dict, list[dict]]:
+                    replay_workers: int, docs_per_part: float = 0.0) -> tuple[dict, list[dict]]:
     runs = []
     with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
         for r in range(repeats + 1):  # the first run warms the object store and the actors' imports
-            s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers)
+            s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers,
+                            round(docs_per_part * plan.parts * plan.warcs))
             if r:
                 runs.append(figures(s, worker_ms))
     keys = [k for k in runs[0] if k != "cpu_seconds"]
@@ -205,12 +215,13 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     parts = max(4, round(pages_per_warc / max(1.0, pages)))
     init_ray(cfg)
     cached_ref = ray.put(cached)
+    per_part = sum(len(r.docs) for r in cached) / len(cached)  # documents reaching dedup (the index's size)
     med, runs = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
-                                replay_workers)
+                                replay_workers, per_part)
     small, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 4, dup_rate), repeats, ms,
-                               replay_workers)
+                               replay_workers, per_part)
     half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
-                              replay_workers)
+                              replay_workers, per_part)
     model = head_model(med, small)
     predicted = model["ms_per_warc"] + model["us_per_doc"] * half["reached_dedup_per_warc"] / 1000
     return {
@@ -218,7 +229,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
         "pages_per_warc": round(pages * parts), "reaching_dedup_per_warc": med["reached_dedup_per_warc"],
         "dup_rate": dup_rate, "worker_ms_per_page": round(ms, 4),
         "worker_ms_source": "given" if worker_ms else "measured in-process on the input",
-        "shards": cfg.dedup.shards, "runs": len(runs), "median": med, "per_run": runs, "model": model,
+        "shards": cfg.dedup.shards, "runs": len(runs),
+        "index_sized": cfg.dedup.expected_docs or round(per_part * parts * replayed),
+        "median": med, "per_run": runs, "model": model,
         "check": {"pages_per_warc": round(pages * (parts // 2)), "measured_head_cpu_ms_per_warc":
                   half["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
                   "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
@@ -247,6 +260,8 @@ def format_commit_path(b: dict) -> str:
         f"off the head  LSH shards {m['lsh_shards_cpu_us_per_doc_at_dedup']:,.1f} us per document reaching dedup, "
         f"shard-closing tasks {m['closing_cpu_us_per_kept_doc']:,.1f} us per kept document",
         f"worker        {b['worker_ms_per_page']:.3f} ms per input page ({b['worker_ms_source']})",
+        f"index         sized for {b.get('index_sized', 0):,} documents (dedup.expected_docs, as a production run "
+        "sets it from `raycorpus plan`)",
         f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
         f"head model    {b['model']['ms_per_warc']} ms per WARC + {b['model']['us_per_doc']} us per document "
         f"reaching dedup (fitted on WARCs of ~{b['pages_per_warc']:,} and a quarter that)",

@@ -105,6 +105,10 @@ def test_a_warc_cut_into_ranges_profiles_as_the_whole(crawl, tmp_path):
     for pool in {s.pool for s in whole.samples}:
         keys = sorted(s.key for s in joined.samples if s.pool == pool)
         assert keys[: sum(s.pool == pool for s in whole.samples)] == [s.key for s in whole.samples if s.pool == pool]
+    # a passed document's row is its row in the whole WARC (dedup's decision labels it by that row)
+    rows = {s.key: s.index for s in joined.samples}
+    assert all(rows[s.key] == s.index for s in whole.samples)
+    assert any(s.index > 0 for s in whole.samples if s.pool == PASSED)
 
 
 @pytest.mark.parametrize(("name", "scale"), [("gopher_repetition.dup_5_gram", UNIT), ("lang_score", UNIT),

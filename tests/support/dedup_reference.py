@@ -100,7 +100,7 @@ class ReferenceDeduplicator(Deduplicator):
         prior = np.full(exact.size, NO_MATCH, np.uint64)
         prior_band = np.full(flat.size, NO_MATCH, np.uint64)
         for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):
-            prior[e], prior_band[b] = ea, ba
+            prior[e], prior_band[b] = ea.expand(e.size), ba.expand(b.size)
         none = np.full(n, NO_MATCH, np.uint64)
         prior_exact = prior[: ek.size] if ek.size else none
         prior_url = prior[ek.size :] if uk.size else none

@@ -44,6 +44,27 @@ class ShardSplit:
 
 
 @dataclass(frozen=True)
+class Hits:
+    """A shard's answer for a list of keys: the positions of those it holds and the docno each names (most of a
+    WARC's keys are new: the answer is small, as it crosses from a shard actor to the head)."""
+
+    pos: np.ndarray  # uint32
+    docnos: np.ndarray  # uint32 (docnos are below 2**32 - 1)
+
+    @classmethod
+    def of(cls, answer: np.ndarray) -> Hits:
+        """From one docno or NO_MATCH per key."""
+        pos = np.flatnonzero(answer != NO_MATCH)
+        return cls(pos.astype(np.uint32), answer[pos].astype(np.uint32))
+
+    def expand(self, size: int) -> np.ndarray:
+        """One docno or NO_MATCH per key of the ``size`` asked."""
+        out = np.full(size, NO_MATCH, np.uint64)
+        out[self.pos] = self.docnos
+        return out
+
+
+@dataclass(frozen=True)
 class Earlier:
     """For each row (document) of a WARC, the earlier rows it shares a key with: ``rows[start[i]:end[i]]``,
     ascending."""

@@ -39,7 +39,7 @@ from typing import Protocol
 import numpy as np
 
 from raycorpus import counts as ck
-from raycorpus.process.dedup.arrays import KnownDocuments, ShardSplit, WarcKeys, WithinWarc
+from raycorpus.process.dedup.arrays import Hits, KnownDocuments, ShardSplit, WarcKeys, WithinWarc
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.prior import is_prior, local_gid
@@ -218,9 +218,9 @@ class LshShard:
         self._sigs: np.ndarray | None = None
         self._n = 0  # owned documents
 
-    def query(self, exact_keys: np.ndarray, band_keys_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each key, the docno of the earlier document that has it, or NO_MATCH."""
-        return self.exact.lookup(exact_keys), self.bands.lookup(band_keys_)
+    def query(self, exact_keys: np.ndarray, band_keys_: np.ndarray) -> tuple[Hits, Hits]:
+        """Which keys an earlier document has, and its docno."""
+        return Hits.of(self.exact.lookup(exact_keys)), Hits.of(self.bands.lookup(band_keys_))
 
     def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(gids, signatures or None) of owned documents."""
@@ -302,7 +302,7 @@ class LshShard:
 class ShardSet(Protocol):
     """N shards, called together: local objects in-process, actors in the runtime."""
 
-    def query(self, requests: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+    def query(self, requests: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[Hits, Hits]]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
     def insert(self, requests: Sequence[tuple], ordinal: int) -> None: ...
 
@@ -541,9 +541,10 @@ class Deduplicator:
         exact = np.concatenate([ek, uk])
         flat = keys.ravel()
         e_split, b_split = ShardSplit.of(lay.route(exact), lay.n_shards), ShardSplit.of(lay.route(flat), lay.n_shards)
-        answers = self.shards.query(list(zip(e_split.parts(exact), b_split.parts(flat), strict=True)))
-        prior = e_split.join([a for a, _ in answers])
-        prior_band = b_split.join([b for _, b in answers])
+        e_parts, b_parts = e_split.parts(exact), b_split.parts(flat)
+        answers = self.shards.query(list(zip(e_parts, b_parts, strict=True)))
+        prior = e_split.join([a.expand(k.size) for (a, _), k in zip(answers, e_parts, strict=True)])
+        prior_band = b_split.join([b.expand(k.size) for (_, b), k in zip(answers, b_parts, strict=True)])
         none = np.full(n, NO_MATCH, np.uint64)
         prior_exact = prior[: ek.size] if ek.size else none
         prior_url = prior[ek.size :] if uk.size else none

@@ -115,7 +115,7 @@ def placement_report(needs: dict[str, float], nodes: list[NodeOffer], seen: froz
     alive = [n.address for n in nodes if n.alive and n.holds(needs)]
     text = f"each needs {_need_text(needs)}"
     if alive:
-        return f"{text}; live nodes that offer it: {', '.join(alive)} (none has it free now)"
+        return f"{text}; live nodes that offer it: {', '.join(alive)} (taken now, or Ray is still starting its process)"
     missing = sorted(k for k, v in needs.items() if not any(n.alive and n.resources.get(k, 0.0) >= v for n in nodes))
     lacking = f"no live node offers {', '.join(missing)}" if missing else "no live node offers all of it together"
     dead = sorted({n.address for n in nodes if not n.alive})

@@ -108,7 +108,7 @@ def test_placement_report_names_what_a_shard_needs_and_the_nodes_that_offer_it()
     assert "no live node offers all of it together" in placement_report(needs, [head, small])
     live = NodeOffer("127.0.0.5", True, {"lsh": 1.0, "memory": 2.0**31})
     assert placement_report(needs, [head, live, dead]).endswith(
-        "live nodes that offer it: 127.0.0.5 (none has it free now)")
+        "live nodes that offer it: 127.0.0.5 (taken now, or Ray is still starting its process)")
 
 
 @pytest.mark.parametrize("bad", [0, -5, "soon"])

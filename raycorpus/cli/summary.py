@@ -8,6 +8,7 @@ import json
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 from raycorpus.ingest.storage import NotFound, Storage
 from raycorpus.output.summary import DedupStats, RunSummary, ThisRun
+from raycorpus.runtime.progress import per_second
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -59,7 +60,7 @@ def _this_run_lines(run: ThisRun) -> list[str]:
     lines = []
     if run.docs_per_second is not None:
         lines.append(f"this run      {run.processed:,} WARCs in {run.wall_seconds:.1f} s: "
-                     f"{run.docs_per_second:,.0f} docs/s, {run.tokens_per_second:,.0f} tokens/s, "
+                     f"{per_second(run.docs_per_second)} docs/s, {per_second(run.tokens_per_second)} tokens/s, "
                      f"{run.mb_per_second:.1f} MB/s read, {run.workers} workers")
     if run.resumed_at:
         lines.append(f"resumed       at WARC #{run.resumed_at} (earlier WARCs were already committed)")

@@ -24,7 +24,9 @@ from raycorpus.process.results import WarcSummary
 @dataclass(frozen=True, slots=True)
 class Position:
     """Where the writer stands: every WARC below ``next_ordinal`` is committed (or listed as failed),
-    every WARC below ``durable_ordinal`` is in a checkpoint on storage."""
+    every WARC below ``durable_ordinal`` is in a checkpoint on storage. ``docs`` and ``tokens``: what the
+    committed WARCs placed in the output (checkpointed or not yet: the progress line and the rates count them as
+    they are committed); ``shards``: the closed shards as the writer's checkpointed state counts them."""
 
     next_ordinal: int
     durable_ordinal: int
@@ -148,6 +150,6 @@ class CorpusWriter:
                 self.storage.delete(url)
 
     def progress(self) -> Position:
-        p = self.state.packer
+        placed = self.packer.state  # as of the last commit (self.state.packer: as of the last checkpoint)
         return Position(self.state.next_ordinal, self.durable_ordinal, self.state.committed, len(self.state.failed),
-                        p.docs, p.tokens, p.shards_closed, self.state.seq)
+                        placed.docs, placed.tokens, self.state.packer.shards_closed, self.state.seq)

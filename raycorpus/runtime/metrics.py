@@ -160,7 +160,8 @@ class Metrics:
         tokens, shards = self._written if self._written is not None else (state.first.tokens, state.first.shards)
         self.inc("raycorpus_tokens_total", p.tokens - tokens)
         self.inc("raycorpus_shards_total", p.shards - shards)
-        self._written = (p.tokens, p.shards)
+        self._written = (max(tokens, p.tokens), max(shards, p.shards))  # a replaced packer goes back to its last
+        # checkpoint and places those tokens again: counted once
         if state.indexed is not None:
             self.set("raycorpus_lsh_indexed_docs", state.indexed)
 

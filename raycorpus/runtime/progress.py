@@ -1,4 +1,7 @@
-"""Driver-side progress line: WARCs, docs/s, tokens, ETA."""
+"""Driver-side progress line: WARCs, docs/s, tokens, ETA.
+
+The rate is this run's own: the documents it committed (a resumed run's earlier ones excluded) over the time since
+its workers were ready; it reads "?" until the run has committed a WARC."""
 
 from __future__ import annotations
 
@@ -11,6 +14,14 @@ from raycorpus.output.commit import Position
 def _hms(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def per_second(rate: float | None) -> str:
+    """A rate as people read it: whole numbers from 10 up, one decimal below (a slow run is not "0/s"); "?" when
+    there is nothing to measure yet."""
+    if rate is None:
+        return "?"
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
 
 
 class Progress:
@@ -46,9 +57,9 @@ class Progress:
         elapsed = max(now - self.t0, 1e-9)
         eta = self.eta_seconds(done)
         failed = f" ({p.failed} failed)" if p.failed else ""
-        rate = (p.docs - self.docs0) / elapsed
+        rate = (p.docs - self.docs0) / elapsed if done > self.start else None  # this run's own documents
         line = (
-            f"[raycorpus] WARCs {done:,}/{self.total:,}{failed} | docs {p.docs:,} ({rate:,.0f}/s)"
+            f"[raycorpus] WARCs {done:,}/{self.total:,}{failed} | docs {p.docs:,} ({per_second(rate)}/s)"
             f" | tokens {p.tokens:,} | shards {p.shards} | workers {workers}, in flight {inflight},"
             f" buffered {buffered} | ETA {_hms(eta) if eta is not None else '?'}"
         )

@@ -122,6 +122,26 @@ def test_a_staged_file_stays_while_a_checkpoint_names_it_and_goes_after(tmp_path
     assert left == Ledger(Storage(), str(tmp_path)).load().packer.files() and not named & left
 
 
+def test_progress_counts_what_is_committed_not_only_what_is_checkpointed(tmp_path):
+    """The progress line and this run's rates read ``progress()``: between two checkpoints (an hour apart) it
+    must count the documents and tokens of the WARCs committed since the last one."""
+    data = warcs()
+    w = build(tmp_path, data, interval=3600, stop_after=3)
+    w.checkpoint()
+    at_checkpoint = w.progress()
+    for i in range(3, 9):
+        if i == 5:
+            w.fail(i, f"w{i}", "OSError: bad gzip", 3)
+        else:
+            commit(w, tmp_path, i, data)
+    p = w.progress()
+    kept = [(int(keep.sum()), int(lengths[keep].sum())) for _, lengths, keep in (data[i] for i in (3, 4, 6, 7, 8))]
+    assert (p.next_ordinal, p.durable_ordinal) == (9, 3)
+    assert p.docs - at_checkpoint.docs == sum(d for d, _ in kept) > 0
+    assert p.tokens - at_checkpoint.tokens == sum(t for _, t in kept) > 0
+    assert Ledger(Storage(), str(tmp_path)).load().packer.docs == at_checkpoint.docs  # none of it is durable yet
+
+
 def test_a_legacy_open_shard_of_segments_resumes(tmp_path):
     """Earlier outputs kept the open shard as segments under open/: a resume reads them."""
     import io

@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("bench", help="a `raycorpus bench --save` JSON")
     pl.add_argument("--manifest", help="the crawl's warc.paths(.gz), local or remote")
     pl.add_argument("--warcs", type=int, help="number of WARCs (instead of --manifest)")
-    pl.add_argument("--workers", type=int, default=1000)
+    pl.add_argument("--workers", default="1000",
+                    help="workers, or several comma-separated (1000,10000): one plan each (--json: a list)")
     pl.add_argument("--shards", type=int, default=16, help="LSH shard actors")
     pl.add_argument("--warc-bytes", type=float, help="bytes per crawl WARC (CC: ~1e9; default: the benchmarked ones)")
     pl.add_argument("--efficiency", type=float, help="default: measured by the bench's Ray runs, else 0.85")

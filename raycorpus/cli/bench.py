@@ -14,12 +14,14 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from raycorpus import counts as ck
 from raycorpus.cli.common import EXIT_OK, err
+from raycorpus.cli.plan import CopyCounts
 from raycorpus.config import Config, load_config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import ShardPacker, stage_tokens
@@ -28,12 +30,15 @@ from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.tokenize import TokenEncoder, keep_documents
 
 
-def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
+def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3, copy_warcs: int | None = None) -> dict:
+    """``copy_warcs``: WARCs in one copy of the input when ``warcs`` lists it several times (default: all)."""
+    copy_warcs = copy_warcs or len(warcs)
     encoder = TokenEncoder(cfg.tokenizer)
     proc = WarcProcessor(cfg, encoder=encoder)  # tokenizes what passes the filters, as the workers do
     layout = Layout.from_config(cfg.dedup, 1)
     runs: list[dict[str, float]] = []
     counts: Counter = Counter()
+    first_copy = CopyCounts.of(0, counts, 0)
     tokens = np.zeros(0, encoder.dtype)
     for r in range(repeats + 1):  # the first pass is a warm-up
         stage_ns: Counter = Counter()
@@ -53,6 +58,8 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
                 keep = decision.keep
                 decision.count_into(counts, tag=False)
             encoded.append(keep_documents(res.tokens, res.lengths, keep))
+            if i + 1 == copy_warcs:
+                first_copy = CopyCounts.of(copy_warcs, counts, sum(len(t) for t, _ in encoded))
         wall = time.perf_counter() - t0
         stage_ns.update({k.name: v for k, v in ck.of_kind(counts, ck.Kind.TIME).items()})
         tokens = np.concatenate([t for t, _ in encoded]) if encoded else tokens
@@ -84,6 +91,7 @@ def bench_chain(cfg: Config, warcs: list[str], repeats: int = 3) -> dict:
         "bare_bound_docs_per_second_per_core": round(1000 / total_ms, 1) if total_ms else None,
         "chain_wall_seconds": round(median_ns["chain_wall"] / 1e9, 3),
         "drops": {k.label: v for k, v in ck.of_kind(counts, ck.Kind.DROP).items()},
+        "first_copy": asdict(first_copy),
     }
 
 
@@ -116,6 +124,7 @@ def format_bench(b: dict, formats: dict | None = None) -> str:
     lines = [
         f"input: {b['warcs']} WARCs, {b['records']:,} records, {b['docs_in']:,} HTML docs in, "
         f"{b['docs_kept']:,} kept, {b['tokens']:,} tokens (median of {b['repeats']} runs after a warm-up)",
+        *_copy_line(b),
         f"{'stage':<22}{'ms/doc':>10}{'share':>8}",
     ]
     total = b["ms_per_doc_total"] or 1
@@ -128,6 +137,17 @@ def format_bench(b: dict, formats: dict | None = None) -> str:
         lines.append(f"format writers ({f['tokens']:,}-token shard, one core, local disk): " + ", ".join(
             f"{k} {v:,.0f} M tokens/s" for k, v in f["million_tokens_per_second"].items()))
     return "\n".join(lines)
+
+
+def _copy_line(b: dict) -> list[str]:
+    """One copy's funnel, when the input is listed several times (a JSON from before it was recorded: none)."""
+    first = b.get("first_copy")
+    if not first or first["warcs"] == b["warcs"]:
+        return []
+    c = CopyCounts(**first)
+    return [f"one copy of the input ({c.warcs} WARCs, listed {b['warcs'] // c.warcs} times): {c.docs_in:,} HTML docs "
+            f"in, {c.docs_reaching_dedup:,} reaching dedup ({c.docs_reaching_dedup / max(1, c.docs_in):.3f} per "
+            f"page), {c.docs_kept:,} kept, {c.docs_indexed:,} indexed"]
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -74,7 +74,7 @@ def bench_all(cfg: Config, warcs: list[str], token_meta: dict, *, copies: int = 
 
     with tempfile.TemporaryDirectory(prefix="raycorpus-bench-") as tmp:
         manifest, urls = bench_input(warcs, copies, Path(tmp))
-        bound = bench_chain(cfg, urls, repeats=repeats)
+        bound = bench_chain(cfg, urls, repeats=repeats, copy_warcs=len(warcs))
         per_core = bound["bare_bound_docs_per_second_per_core"]
         pipe = bench_pipeline(cfg, manifest, token_meta, list(workers), repeats, Path(tmp) / "out")
     for n, r in pipe.items():

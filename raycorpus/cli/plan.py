@@ -12,6 +12,13 @@ duplicates with ``dedup.index_duplicates``, as the bench counted them) x bytes p
 document (tables + signature store) / shards; output = tokens x bytes per token
 (+ one copy per extra token format); S3 = one streamed GET per WARC plus retries
 (``read_requests_per_warc``), spread over the run.
+
+The funnel is that of one copy of the bench input: the pipeline bench lists its input ``copies`` times, and
+every later copy's documents reach dedup only to be dropped there as duplicates of the first copy's. Head
+(``--replay``): CPU seconds per crawl WARC = the replay's ms per WARC + its us per document reaching dedup x
+the documents reaching dedup per crawl WARC (the bench's per-copy share of pages, at the crawl's pages per
+WARC). One head core feeds the workers that take as long per WARC as the head; the head needs
+workers / that many cores, and past one core it, not the workers, sets the pace.
 """
 
 from __future__ import annotations
@@ -19,8 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from raycorpus import counts as ck
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 
 TABLE_BYTES_PER_DOC = 270  # 14 band keys + content hash + URL key (a kept document; an indexed near duplicate
@@ -33,6 +43,82 @@ RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record: id 8 + hash 8 + URL key
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
 
+# the head's work (driver + packer) counted as one core, as the replay's "one head core feeds" does: most of it is
+# the driver's, one Python process (the packer's share, in its own process, could run beside it: the safe side)
+HEAD_CORES = 1.0
+
+
+@dataclass(frozen=True)
+class CopyCounts:
+    """The funnel of one copy of the bench input (its first ``warcs`` listed WARCs). The pipeline bench lists its
+    input several times; every later copy brings the same documents to dedup and has them all dropped there (its
+    kept ones as URL duplicates, the rest as exact or near ones; its near ones are indexed again), so the whole
+    list's counts of what reaches dedup and what it indexes are not one copy's."""
+    warcs: int
+    docs_in: int
+    docs_reaching_dedup: int  # kept + dropped by dedup: every document the commit path decides
+    docs_kept: int
+    docs_indexed: int
+    tokens: int
+
+    @classmethod
+    def of(cls, warcs: int, counts: Counter, tokens: int) -> CopyCounts:
+        dedup_drops = sum(n for k, n in ck.of_kind(counts, ck.Kind.DROP).items() if k.name == "dedup")
+        return cls(warcs=warcs, docs_in=counts[ck.HTML], docs_reaching_dedup=counts[ck.KEPT] + dedup_drops,
+                   docs_kept=counts[ck.KEPT], docs_indexed=counts[ck.DEDUP_INDEXED], tokens=tokens)
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """Per benchmarked WARC of one copy of the bench input: bytes read and documents at each step."""
+    bytes_read: float
+    docs_in: float
+    docs_reaching_dedup: float
+    docs_kept: float
+    docs_indexed: float
+    tokens: float
+    indexed_over_copies: bool = False  # an older bench JSON: its indexed documents include every copy's
+
+    @property
+    def reaching_dedup_per_page(self) -> float:
+        return self.docs_reaching_dedup / self.docs_in if self.docs_in else 0.0
+
+    @classmethod
+    def of_bench(cls, bench: dict) -> Funnel:
+        chain = bench["chain"]
+        listed = max(1, chain["warcs"])
+        bytes_read = chain.get("bytes_read", 0) / listed
+        if "first_copy" in chain:
+            c = CopyCounts(**chain["first_copy"])
+            n = max(1, c.warcs)
+            return cls(bytes_read, c.docs_in / n, c.docs_reaching_dedup / n, c.docs_kept / n, c.docs_indexed / n,
+                       c.tokens / n)
+        # a bench JSON from before first_copy: every copy brings the same documents to dedup, so the whole list's
+        # (kept + dedup drops) / listed WARCs is one copy's; what dedup keeps comes from the first copy alone
+        distinct = max(1, bench.get("input_warcs", listed))
+        dedup_drops = sum(n for k, n in chain.get("drops", {}).items() if k.startswith("dedup:"))
+        indexed = chain.get("docs_indexed", chain["docs_kept"])
+        return cls(bytes_read, chain["docs_in"] / listed, (chain["docs_kept"] + dedup_drops) / listed,
+                   chain["docs_kept"] / distinct, indexed / distinct, chain["tokens"] / distinct,
+                   indexed_over_copies=listed > distinct and indexed > chain["docs_kept"])
+
+
+@dataclass(frozen=True)
+class HeadPlan:
+    """The head (driver + packer) at the crawl's WARC size, from the replay's model."""
+    ms_per_warc: float
+    us_per_doc: float
+    model_check_ratio: float | None
+    us_per_doc_at_dedup: float  # the replay's measured median
+    pages_per_warc: int
+    reaching_dedup_per_warc: int
+    cpu_seconds_per_warc: float
+    cores: float  # at the requested workers
+    workers_per_core: int  # the most workers one head core feeds
+    limit: str  # "head" or "workers": what sets the pace at the requested workers
+    wall_hours_at_head_pace: float | None  # the crawl's wall time when the head limits
+
+
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
          efficiency: float | None = None, token_bytes: int = 2, extra_formats: int = 0, verify: bool = True,
          read_requests_per_warc: float = 1.2, replay: dict | None = None, nodes: int | None = None,
@@ -41,24 +127,17 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     this build's first WARC, so they count in the LSH memory and in what each shard reads at start."""
     chain = bench["chain"]
     n_bench = max(1, bench.get("input_warcs", chain["warcs"]) * bench.get("copies", 1))
-    bytes_per_warc = chain.get("bytes_read", 0) / max(1, chain["warcs"])
-    scale = warc_bytes / bytes_per_warc if warc_bytes and bytes_per_warc else 1.0
-    # the bench lists its input `copies` times: copies after the first are exact duplicates, so what survives
-    # dedup is counted per distinct input WARC
-    distinct = max(1, bench.get("input_warcs", chain["warcs"]))
-    docs_per_warc = chain["docs_in"] / chain["warcs"] * scale
-    kept_per_warc = chain["docs_kept"] / distinct * scale
+    f = Funnel.of_bench(bench)
+    scale = warc_bytes / f.bytes_read if warc_bytes and f.bytes_read else 1.0
+    docs_per_warc = f.docs_in * scale
+    kept_per_warc = f.docs_kept * scale
     # the index holds what the bench's dedup indexed (kept documents, and near duplicates with
     # dedup.index_duplicates); a bench JSON from before it said so: the kept ones
-    indexed_per_warc = chain.get("docs_indexed", chain["docs_kept"]) / distinct * scale
-    tokens_per_warc = chain["tokens"] / distinct * scale
+    indexed_per_warc = f.docs_indexed * scale
+    tokens_per_warc = f.tokens * scale
     cpu_s_per_warc = docs_per_warc * chain["ms_per_doc_total"] / 1000
-    measured_eff = None
     pipe = bench.get("pipeline", {})
-    if pipe:
-        best = max(pipe, key=int)
-        measured_eff = pipe[best].get("efficiency")
-    eff = efficiency or measured_eff or 0.85
+    eff = efficiency or (pipe[max(pipe, key=int)].get("efficiency") if pipe else None) or 0.85
     wall_s = warcs * cpu_s_per_warc / (workers * eff)
     kept = kept_per_warc * warcs
     indexed = indexed_per_warc * warcs + prior_docs
@@ -70,11 +149,13 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "efficiency": round(eff, 3),
         "per_warc": {
             "docs_in": round(docs_per_warc),
+            "docs_reaching_dedup": round(f.docs_reaching_dedup * scale),
             "docs_kept": round(kept_per_warc),
             "tokens": round(tokens_per_warc),
             "cpu_seconds": round(cpu_s_per_warc, 2),
             "wall_seconds_per_worker": round(cpu_s_per_warc / eff, 2),
         },
+        "reaching_dedup_per_page": round(f.reaching_dedup_per_page, 4),
         "core_hours": round(warcs * cpu_s_per_warc / eff / 3600, 1),
         "wall_hours": round(wall_s / 3600, 2),
         "docs_kept": round(kept),
@@ -85,32 +166,46 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "lsh_shards": shards,
         "lsh_bytes_per_shard": round(indexed * per_doc / shards),
         "s3_get_per_second": round(warcs * read_requests_per_warc / wall_s, 2) if wall_s else None,
-        "read_bytes_per_second": round(warcs * (warc_bytes or bytes_per_warc) / wall_s) if wall_s else None,
-        "warnings": [],
+        "read_bytes_per_second": round(warcs * (warc_bytes or f.bytes_read) / wall_s) if wall_s else None,
+        "warnings": _warnings(f, warcs * read_requests_per_warc / wall_s if wall_s else 0.0, indexed * per_doc,
+                              shards),
     }
-    if out["s3_get_per_second"] and out["s3_get_per_second"] > S3_GET_LIMIT / 10:
-        out["warnings"].append(
-            f"{out['s3_get_per_second']:,.0f} GET/s against one bucket prefix: the commoncrawl bucket answers "
-            f"SlowDown well below S3's {S3_GET_LIMIT:,}/s under shared load; cap storage.max_concurrency or workers")
-    if out["lsh_bytes_per_shard"] > 64 * 2**30:
-        need = math.ceil(indexed * per_doc / (32 * 2**30))
-        out["warnings"].append(f"{out['lsh_bytes_per_shard'] / 2**30:,.0f} GiB per LSH shard: use dedup.shards >= "
-                               f"{need} (32 GiB each)")
     out["index"] = _index(indexed, per_doc, shards, nodes, node_memory, out["warnings"])
-    reaching = (chain["docs_kept"] + sum(n for k, n in chain.get("drops", {}).items() if k.startswith("dedup:")))
     # the workers stage every document that reaches dedup (duplicates too); closing tasks read them back once
-    staged = tokens * token_bytes * reaching / max(1, chain["docs_kept"])
+    staged = tokens * token_bytes * f.docs_reaching_dedup / f.docs_kept if f.docs_kept else 0.0
     out["staged_bytes_per_second"] = round(staged / wall_s) if wall_s else None
-    out["head"] = _head(replay, reaching / distinct * scale, warcs / wall_s if wall_s else 0.0, cpu_s_per_warc / eff)
+    if replay:
+        out["head"] = asdict(_head(replay, docs_per_warc, f.reaching_dedup_per_page, workers, cpu_s_per_warc / eff,
+                                   warcs))
     if pipe and str(workers) in pipe and n_bench:
-        # predict the measured run from the *other* run's efficiency (when there is one): a real test of the model
-        other = [k for k in pipe if k != str(workers)]
-        e = pipe[other[0]]["efficiency"] if other else eff
-        measured = pipe[str(workers)]["wall_seconds"] / n_bench
-        predicted = chain["docs_in"] / chain["warcs"] * chain["ms_per_doc_total"] / 1000 / (workers * e)
-        out["check"] = {"predicted_seconds_per_warc": round(predicted, 3), "measured_seconds_per_warc":
-                        round(measured, 3), "ratio": round(predicted / measured, 3)}
+        out["check"] = _check(chain, pipe, workers, eff, n_bench)
     return out
+
+
+def _warnings(f: Funnel, gets_per_second: float, index_bytes: float, shards: int) -> list[str]:
+    out = []
+    if gets_per_second > S3_GET_LIMIT / 10:
+        out.append(f"{gets_per_second:,.0f} GET/s against one bucket prefix: the commoncrawl bucket answers "
+                   f"SlowDown well below S3's {S3_GET_LIMIT:,}/s under shared load; cap storage.max_concurrency or "
+                   "workers")
+    if index_bytes / shards > 64 * 2**30:
+        need = math.ceil(index_bytes / (32 * 2**30))
+        out.append(f"{index_bytes / shards / 2**30:,.0f} GiB per LSH shard: use dedup.shards >= {need} (32 GiB each)")
+    if f.indexed_over_copies:
+        out.append("this bench JSON predates first_copy: its indexed documents include every copy's near duplicates, "
+                   "so the LSH figures are an upper bound; run `raycorpus bench` again for exact ones")
+    return out
+
+
+def _check(chain: dict, pipe: dict, workers: int, eff: float, n_bench: int) -> dict:
+    """The measured run at ``workers`` predicted from the *other* run's efficiency (when there is one): a real
+    test of the model."""
+    other = [k for k in pipe if k != str(workers)]
+    e = pipe[other[0]]["efficiency"] if other else eff
+    measured = pipe[str(workers)]["wall_seconds"] / n_bench
+    predicted = chain["docs_in"] / chain["warcs"] * chain["ms_per_doc_total"] / 1000 / (workers * e)
+    return {"predicted_seconds_per_warc": round(predicted, 3), "measured_seconds_per_warc": round(measured, 3),
+            "ratio": round(predicted / measured, 3)}
 
 
 def _index(indexed: float, per_doc: int, shards: int, nodes: int | None, node_memory: float, warnings: list) -> dict:
@@ -136,20 +231,25 @@ def _index(indexed: float, per_doc: int, shards: int, nodes: int | None, node_me
     return out
 
 
-def _head(replay: dict | None, reaching_per_warc: float, warcs_per_second: float, worker_s_per_warc: float) -> dict:
-    """Head CPU (driver + packer) from the replay benchmark's cost per document reaching dedup."""
-    if not replay:
-        return {}
+def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers: int, worker_s_per_warc: float,
+          warcs: int) -> HeadPlan:
+    """The head's CPU per crawl WARC from the replay's model (ms per WARC + us per document reaching dedup), the
+    cores it needs at ``workers`` and the most workers one core feeds: those that take as long per WARC (wall
+    seconds per worker, at the pipeline's efficiency) as the head does."""
     model = replay["model"]
-    cpu_s_per_warc = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching_per_warc / 1e6
-    return {
-        "us_per_doc_at_dedup": replay["median"]["head_cpu_us_per_doc_at_dedup"],
-        "model": model,
-        "cpu_seconds_per_warc": round(cpu_s_per_warc, 4),
-        "cores": round(warcs_per_second * cpu_s_per_warc, 2),
-        "workers_per_core": round(worker_s_per_warc / cpu_s_per_warc) if cpu_s_per_warc else None,
-        "model_check_ratio": replay.get("check", {}).get("ratio"),
-    }
+    reaching = pages_per_warc * reaching_per_page
+    cpu_s = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching / 1e6
+    per_core = worker_s_per_warc / cpu_s if cpu_s else math.inf
+    cores = workers / per_core
+    return HeadPlan(
+        ms_per_warc=model["ms_per_warc"], us_per_doc=model["us_per_doc"],
+        model_check_ratio=replay.get("check", {}).get("ratio"),
+        us_per_doc_at_dedup=replay["median"]["head_cpu_us_per_doc_at_dedup"],
+        pages_per_warc=round(pages_per_warc), reaching_dedup_per_warc=round(reaching),
+        cpu_seconds_per_warc=round(cpu_s, 4), cores=round(cores, 2),
+        workers_per_core=round(per_core) if cpu_s else 0,
+        limit="head" if cores > HEAD_CORES else "workers",
+        wall_hours_at_head_pace=round(warcs * cpu_s / HEAD_CORES / 3600, 2) if cores > HEAD_CORES else None)
 
 
 def _index_line(i: dict) -> str:
@@ -159,10 +259,24 @@ def _index_line(i: dict) -> str:
             f"every shard read all records, {gb['resume_read_per_shard_before']:,.1f} GB)")
 
 
+def _head_lines(h: HeadPlan, p: dict) -> list[str]:
+    pace = (f"the head sets the pace: {p['workers']:,} workers finish in ~{h.wall_hours_at_head_pace:,.1f} h, not "
+            f"{p['wall_hours']:,.1f} h" if h.limit == "head" else "the workers set the pace")
+    return [
+        f"head          {h.ms_per_warc} ms per WARC + {h.us_per_doc} us per document reaching dedup (replay; model "
+        f"check ratio {h.model_check_ratio}) at {h.reaching_dedup_per_warc:,} of a WARC's {h.pages_per_warc:,} "
+        f"pages: {h.cpu_seconds_per_warc:.4f} CPU s per WARC",
+        f"head limit    {p['workers']:,} workers need {h.cores:,.2f} head cores; one head core feeds at most "
+        f"~{h.workers_per_core:,} workers: {pace}",
+    ]
+
+
 def format_plan(p: dict) -> str:
     w = p["per_warc"]
     lines = [
-        f"per WARC      {w['docs_in']:,} docs in, {w['docs_kept']:,} kept, {w['tokens']:,} tokens, "
+        f"per WARC      {w['docs_in']:,} docs in, {w['docs_reaching_dedup']:,} reach dedup "
+        f"({p['reaching_dedup_per_page']:.3f} per page, one copy of the bench input), {w['docs_kept']:,} kept, "
+        f"{w['tokens']:,} tokens, "
         f"{w['cpu_seconds']:,.1f} CPU s ({w['wall_seconds_per_worker']:,.1f} s per worker at efficiency "
         f"{p['efficiency']})",
         f"crawl         {p['warcs']:,} WARCs: {p['core_hours']:,.0f} core-hours; {p['wall_hours']:,.1f} h wall "
@@ -178,12 +292,8 @@ def format_plan(p: dict) -> str:
         f"staged tokens {p['staged_bytes_per_second'] / 1e6:,.0f} MB/s written by the workers and read back by the "
         "shard-closing tasks",
     ]
-    h = p.get("head")
-    if h:
-        m = h["model"]
-        lines.append(f"head          {m['ms_per_warc']} ms per WARC + {m['us_per_doc']} us per document reaching "
-                     f"dedup (replay): {h['cpu_seconds_per_warc']:.3f} CPU s per WARC, {h['cores']:,.2f} head cores; "
-                     f"one core feeds ~{h['workers_per_core']:,} workers (model check ratio {h['model_check_ratio']})")
+    if p.get("head"):
+        lines += _head_lines(HeadPlan(**p["head"]), p)
     if "check" in p:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "
@@ -200,8 +310,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         bench = json.loads(Path(args.bench).read_text())
         bench["chain"]["ms_per_doc_total"]
+        Funnel.of_bench(bench)
     except (OSError, ValueError, KeyError, TypeError):
         err(f"{args.bench}: not a `raycorpus bench --save` JSON")
+        return EXIT_USAGE
+    try:
+        workers = [int(w) for w in str(args.workers).split(",") if w.strip()]
+    except ValueError:
+        workers = []
+    if not workers or min(workers) < 1:
+        err(f"--workers {args.workers}: give a worker count or several, comma-separated (1000,10000)")
         return EXIT_USAGE
     warcs = args.warcs or (count_manifest(args.manifest, None, Storage()) if args.manifest else 0)
     if not warcs:
@@ -209,6 +327,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         replay = json.loads(Path(args.replay).read_text())["commit_path"] if args.replay else None
+        if replay:
+            replay["model"]["ms_per_warc"] + replay["model"]["us_per_doc"]
+            replay["median"]["head_cpu_us_per_doc_at_dedup"]
     except (OSError, ValueError, KeyError, TypeError):
         err(f"{args.replay}: not a `raycorpus bench --commit-path --save` JSON")
         return EXIT_USAGE
@@ -217,8 +338,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except PriorError as e:
         err(str(e))
         return EXIT_USAGE
-    p = plan(bench, warcs=warcs, workers=args.workers, shards=args.shards, warc_bytes=args.warc_bytes,
-             efficiency=args.efficiency, extra_formats=args.extra_formats, replay=replay, nodes=args.nodes,
-             node_memory=args.node_memory * 2**30, prior_docs=prior_docs)
-    print(json.dumps(p, indent=1) if args.json else format_plan(p))
+    plans = [plan(bench, warcs=warcs, workers=n, shards=args.shards, warc_bytes=args.warc_bytes,
+                  efficiency=args.efficiency, extra_formats=args.extra_formats, replay=replay, nodes=args.nodes,
+                  node_memory=args.node_memory * 2**30, prior_docs=prior_docs) for n in workers]
+    if args.json:
+        print(json.dumps(plans[0] if len(plans) == 1 else plans, indent=1))
+    else:
+        print("\n\n".join((f"-- {p['workers']:,} workers\n" if len(plans) > 1 else "") + format_plan(p)
+                           for p in plans))
     return EXIT_OK

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from raycorpus.cli.plan import STORE_BYTES_PER_DOC, TABLE_BYTES_PER_DOC, plan
+from raycorpus.cli.plan import STORE_BYTES_PER_DOC, TABLE_BYTES_PER_DOC, Funnel, plan
 
 BENCH = {
     "input_warcs": 1, "copies": 4,
@@ -71,3 +71,106 @@ def test_earlier_builds_indexed_documents_count_in_the_lsh_memory(tmp_path):
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(bench), "--warcs", "10", "--against",
                         str(tmp_path / "nothing")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not a raycorpus output" in r.stderr and "Traceback" not in r.stderr
+
+
+# The bench input (one WARC of 1,000 pages) listed 4 times. Per copy 200 pages reach dedup: the first copy keeps 150
+# and drops 30 exact and 20 near duplicates (indexing the 20 near ones: 170 indexed); each later copy brings the same
+# 200 and has them all dropped (150 URL, 30 exact, 20 near duplicates; its 20 near ones indexed again).
+COPIES = {
+    "input_warcs": 1, "copies": 4,
+    "chain": {"warcs": 4, "docs_in": 4000, "docs_kept": 150, "docs_indexed": 230, "tokens": 300_000,
+              "bytes_read": 100_000_000, "ms_per_doc_total": 4.0,
+              "drops": {"lang:other": 2000, "dedup:url": 450, "dedup:exact": 120, "dedup:near": 80},
+              "first_copy": {"warcs": 1, "docs_in": 1000, "docs_reaching_dedup": 200, "docs_kept": 150,
+                             "docs_indexed": 170, "tokens": 300_000}},
+    "pipeline": {"1": {"wall_seconds": 20.0, "efficiency": 0.79}, "2": {"wall_seconds": 10.0, "efficiency": 0.8}},
+}
+# the head: 20 ms per WARC + 10 us per document reaching dedup
+REPLAY = {"model": {"ms_per_warc": 20.0, "us_per_doc": 10.0}, "median": {"head_cpu_us_per_doc_at_dedup": 12.5},
+          "check": {"ratio": 0.97}}
+
+
+def test_documents_reaching_dedup_are_counted_per_copy_of_the_bench_input():
+    # a 1 GB crawl WARC is 40 bench WARCs: 40,000 pages, 200 / 1,000 of them reach dedup (not 800 / 1,000: the
+    # whole list's kept + dedup drops over one copy's pages)
+    p = plan(COPIES, warcs=90_000, workers=1000, shards=10, warc_bytes=1e9)
+    w = p["per_warc"]
+    assert p["reaching_dedup_per_page"] == 0.2
+    assert (w["docs_in"], w["docs_reaching_dedup"], w["docs_kept"], w["tokens"]) == (40_000, 8000, 6000, 12_000_000)
+    assert p["docs_indexed"] == 90_000 * 40 * 170 and not p["warnings"]  # the first copy's index, not 230
+    wall_s = 90_000 * 40_000 * 4.0 / 1000 / (1000 * 0.8)
+    assert p["wall_hours"] == round(wall_s / 3600, 2)
+    # the workers stage what reaches dedup: 200 / 150 of the kept tokens
+    assert p["staged_bytes_per_second"] == round(90_000 * 12_000_000 * 2 * 200 / 150 / wall_s)
+    # a bench JSON from before first_copy: the same share from the whole list (every copy brings the same
+    # documents), the index as the whole list counted it, with a warning that it is an upper bound
+    old = {**COPIES, "chain": {k: v for k, v in COPIES["chain"].items() if k != "first_copy"}}
+    assert Funnel.of_bench(old).docs_reaching_dedup == Funnel.of_bench(COPIES).docs_reaching_dedup == 200
+    o = plan(old, warcs=90_000, workers=1000, shards=10, warc_bytes=1e9)
+    assert o["per_warc"] == w and o["staged_bytes_per_second"] == p["staged_bytes_per_second"]
+    assert o["docs_indexed"] == 90_000 * 40 * 230 and any("upper bound" in x for x in o["warnings"])
+
+
+def test_the_head_model_at_the_crawls_pages_per_warc_says_which_figure_limits():
+    # head CPU per crawl WARC: 0.020 + 10e-6 x 8,000 reaching dedup = 0.1 s; a worker takes 160 CPU s / 0.8 =
+    # 200 s per WARC, so one head core feeds 200 / 0.1 = 2,000 workers
+    few = plan(COPIES, warcs=90_000, workers=1000, warc_bytes=1e9, replay=REPLAY)["head"]
+    assert few["reaching_dedup_per_warc"] == 8000 and few["pages_per_warc"] == 40_000
+    assert few["cpu_seconds_per_warc"] == pytest.approx(0.1) and few["workers_per_core"] == 2000
+    assert few["cores"] == 0.5 and few["limit"] == "workers" and few["wall_hours_at_head_pace"] is None
+    many = plan(COPIES, warcs=90_000, workers=10_000, warc_bytes=1e9, replay=REPLAY)
+    h = many["head"]
+    assert h["cores"] == 5.0 and h["workers_per_core"] == 2000 and h["limit"] == "head"
+    # one head core: 90,000 WARCs x 0.1 s = 2.5 h, against the workers' 0.5 h
+    assert h["wall_hours_at_head_pace"] == 2.5 and many["wall_hours"] == 0.5
+    assert (h["ms_per_warc"], h["us_per_doc"], h["us_per_doc_at_dedup"], h["model_check_ratio"]) == (
+        20.0, 10.0, 12.5, 0.97)
+
+
+def test_the_cli_plans_several_worker_counts_and_refuses_a_bad_replay(tmp_path):
+    bench, replay = tmp_path / "bench.json", tmp_path / "replay.json"
+    bench.write_text(json.dumps(COPIES))
+    replay.write_text(json.dumps({"commit_path": REPLAY}))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "raycorpus.cli", "plan", str(bench), "--warcs", "90000",
+                               "--warc-bytes", "1e9", *args], capture_output=True, text=True, timeout=60)
+
+    r = run("--workers", "1000,10000", "--replay", str(replay))
+    assert r.returncode == 0, r.stderr
+    one, ten = r.stdout.split("\n\n")
+    assert one.startswith("-- 1,000 workers") and ten.startswith("-- 10,000 workers")
+    assert "8,000 reach dedup (0.200 per page" in one
+    assert "1,000 workers need 0.50 head cores; one head core feeds at most ~2,000 workers: the workers set the " \
+           "pace" in one
+    assert "10,000 workers need 5.00 head cores; one head core feeds at most ~2,000 workers: the head sets the " \
+           "pace: 10,000 workers finish in ~2.5 h, not 0.5 h" in ten
+    r = run("--workers", "1000,10000", "--replay", str(replay), "--json")
+    assert [p["head"]["limit"] for p in json.loads(r.stdout)] == ["workers", "head"]
+    assert run("--workers", "many").returncode == 2
+    replay.write_text(json.dumps({"commit_path": {"median": {}}}))
+    r = run("--replay", str(replay))
+    assert r.returncode == 2 and "not a `raycorpus bench --commit-path --save` JSON" in r.stderr
+
+
+def test_the_bench_records_the_funnel_of_one_copy_of_its_input(tmp_path, crawls):
+    """Over an input listed 3 times, one copy's documents reaching dedup are a third of the whole list's kept +
+    dedup drops, and everything the list keeps (documents, tokens) came from the first copy."""
+    from raycorpus.cli.bench import bench_chain
+    from raycorpus.cli.bench_pipeline import bench_input
+    from raycorpus.config import config_from_dict
+
+    sample, tokenizer = crawls(n_warcs=2, pages=20)
+    cfg = config_from_dict({"input": {"manifest": str(sample.manifest_path)}, "output": {"path": str(tmp_path / "o")},
+                            "tokenizer": {"path": tokenizer}})
+    warcs = [str(w) for w in sample.warc_paths]
+    _, urls = bench_input(warcs, 3, tmp_path)
+    chain = bench_chain(cfg, urls, repeats=1, copy_warcs=len(warcs))
+    first = chain["first_copy"]
+    dedup_drops = sum(n for k, n in chain["drops"].items() if k.startswith("dedup:"))
+    assert first["warcs"] == 2 and first["docs_in"] * 3 == chain["docs_in"] and first["docs_kept"] > 0
+    assert first["docs_reaching_dedup"] * 3 == chain["docs_kept"] + dedup_drops
+    assert first["docs_reaching_dedup"] > first["docs_kept"] == chain["docs_kept"]
+    assert first["tokens"] == chain["tokens"] and chain["drops"]["dedup:url"] == 2 * first["docs_kept"]
+    f = Funnel.of_bench({"input_warcs": 2, "copies": 3, "chain": chain})
+    assert f.docs_reaching_dedup == first["docs_reaching_dedup"] / 2 and f.docs_kept == first["docs_kept"] / 2

@@ -16,7 +16,15 @@ from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.shards import WarcTokens, stage_tokens
-from raycorpus.process.dedup.index import DEDUP_DIR, Layout, LshShard, decode_record, record_name
+from raycorpus.process.dedup.index import (
+    DEDUP_DIR,
+    IndexRecord,
+    Layout,
+    LshShard,
+    decode_record,
+    encode_record,
+    record_name,
+)
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.dedup.prior import PriorIndex, load_prior
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
@@ -178,6 +186,10 @@ class LshShardActor(Measured):
     def confirm(self, upto: int) -> None:
         self.log.confirm(upto)
 
+    def compact(self, upto: int, docnos: int) -> ShardFiles:
+        """The end of the build: the slice as one file (see :meth:`ShardLog.compact`)."""
+        return self.log.compact(upto, docnos)
+
     def stats(self) -> dict:
         return self.shard.stats()
 
@@ -224,12 +236,12 @@ class PackerActor(Measured):
         return self.writer.packer.closer.cpu_seconds
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
-               attempts: int, record: bytes | None = None, written: int | None = None) -> Position:
+               attempts: int, record: IndexRecord | None = None, written: int | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
         ``staged``, after the WARC's dedup ``record`` is durable. ``written``: the document writer's
         result, a dependency only."""
         if record is not None:
-            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), record)
+            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_record(record))
         return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:

@@ -26,6 +26,7 @@ from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.report_state import ReportState, versions
+from raycorpus.process.dedup.index import IndexRecord
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
@@ -52,6 +53,7 @@ class Sent:
     staged: ray.ObjectRef | None = None  # WarcTokens from the worker: what a replacement packer is sent
     keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
     verdict: DedupVerdict | None = None
+    record: IndexRecord | None = None  # the documents the WARC added to the dedup index (the packer writes it)
     docs: ray.ObjectRef | None = None  # for the document writer; released once the packer has taken the WARC
     written: ray.ObjectRef | None = None  # the document writer's call
 
@@ -99,7 +101,8 @@ class Committer:
                 self.sent.append(Sent(item.task, None))
             else:
                 try:
-                    summary, verdict = self._decide(item) if self.dedup is not None else (item.summary, None)
+                    summary, verdict, record = self._decide(item) if self.dedup is not None else (
+                        item.summary, None, None)
                 except ObjectLostError:  # its node died before the results reached the driver's node
                     log.warning("WARC #%d: its results were lost with their node; processing it again",
                                 item.task.ordinal)
@@ -109,7 +112,7 @@ class Committer:
                 self._add_to_report(summary, verdict)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
                 keep = verdict.decision.keep if verdict is not None and not self.tag else None
-                self.sent.append(Sent(item.task, summary, item.staged, keep, verdict, item.docs))
+                self.sent.append(Sent(item.task, summary, item.staged, keep, verdict, record, item.docs))
             self._send(self.sent[-1])
             self.next_commit += 1
             self._checkpoint_if_due()
@@ -143,7 +146,7 @@ class Committer:
         """What the workers need not send for the report's sample (see :mod:`raycorpus.process.profile`)."""
         return self.report.bounds() if self.report is not None else None
 
-    def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict]:
+    def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict, IndexRecord | None]:
         """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""
         payload = ray.get(item.dedup)
         for _ in range(MAX_DEDUP_RETRIES):
@@ -157,9 +160,8 @@ class Committer:
             raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
-        verdict = DedupVerdict(decision, record if decision.indexed else None, self.cfg.dedup.audit,
-                               self.cfg.dedup.against)
-        return summary, verdict
+        verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
+        return summary, verdict, record if decision.indexed else None
 
     def _send(self, item: Sent) -> None:
         task = item.task
@@ -168,9 +170,8 @@ class Committer:
             return
         if self.writers is not None and item.docs is not None:  # not taken by the packer yet: (re-)write
             item.written = self.writers.next().write.remote(task.ordinal, task.warc, item.docs, item.verdict)
-        record = item.verdict.record if item.verdict is not None else None
         self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.staged, item.keep,
-                                                    task.attempts, record, item.written))
+                                                    task.attempts, item.record, item.written))
 
     def _note(self, position: Position) -> None:
         self.position = position

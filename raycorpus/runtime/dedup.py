@@ -19,7 +19,7 @@ from ray.exceptions import RayActorError
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
+from raycorpus.process.dedup.index import Decision, Deduplicator, IndexRecord, Layout
 from raycorpus.process.dedup.prior import PriorIndex
 from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
@@ -253,10 +253,11 @@ class DedupStage:
                                      f"({e.__class__.__name__}); the ledger is consistent, rerun to resume") from None
                 time.sleep(2.0)
 
-    def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, bytes]:
-        """(decision, record); in tag mode only the documents filter mode would keep take part."""
+    def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, IndexRecord]:
+        """(decision, record: the packer encodes and writes it); in tag mode only the documents filter mode would
+        keep take part."""
         eligible = payload.eligible
-        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys)
+        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys, encode=False)
         return (decision if eligible is None else decision.expand(eligible)), record
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:

@@ -157,7 +157,7 @@ def test_the_audit_and_tag_mode_name_the_earlier_output(pages, tmp_path, tag):
     got = [("https://b.example/1", pages[0]), ("https://b.example/2", _near(pages[0]))]
     d, _ = b.decide(0, *_batch(signer, got))
     docs = [Document(t, u, f"<urn:{i}>", "2026-01-01") for i, (u, t) in enumerate(got)]
-    verdict = DedupVerdict(d, None, True, (prior.output,))
+    verdict = DedupVerdict(d, True, (prior.output,))
     out = apply_decision(Storage(), str(tmp_path / "B"), 0, "w.warc.gz", docs, verdict, tag)
     if tag:
         assert [x.metadata["would_drop"] for x in out] == [["dedup:prior_exact"], ["dedup:prior_near"]]

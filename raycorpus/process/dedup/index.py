@@ -408,7 +408,8 @@ class Deduplicator:
         self.next_docno = next_docno  # documents indexed so far (all shards)
 
     def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None,
-               urls: np.ndarray | None = None, keys: WarcKeys | None = None) -> tuple[Decision, bytes]:
+               urls: np.ndarray | None = None, keys: WarcKeys | None = None,
+               encode: bool = True) -> tuple[Decision, bytes | IndexRecord]:
         """Decide, insert what is kept, and return (decision, durable record of the inserted documents).
 
         Per document, in record order, against the indexed documents and this WARC's earlier kept ones:
@@ -417,7 +418,8 @@ class Deduplicator:
 
         As arrays: the documents whose decision depends on no other document of the WARC (the most) are
         decided together; only those sharing a key with an earlier document of the WARC go one by one.
-        ``keys``: the WARC's keys and those relations, when its worker computed them (else they are computed here)."""
+        ``keys``: the WARC's keys and those relations, when its worker computed them (else they are computed here).
+        ``encode`` False: the record as arrays (whoever writes it encodes it: :func:`encode_record`)."""
         lay = self.layout
         n = len(hashes)
         gids = make_gids(ordinal, n)
@@ -426,8 +428,8 @@ class Deduplicator:
         draft = _Draft(n)
         if n == 0:
             none = np.zeros(0, bool) if lay.index_dups else None
-            record = encode_record(IndexRecord(gids, hashes, sigs, urls, none))
-            return draft.decision(0), record
+            record = IndexRecord(gids, hashes, sigs, urls, none)
+            return draft.decision(0), (encode_record(record) if encode else record)
         near = lay.near and sigs is not None
         keys = keys or lay.warc_keys(hashes, sigs, urls)
         ek, uk = keys.exact, keys.url
@@ -442,7 +444,7 @@ class Deduplicator:
         kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
-        return draft.decision(n_kept), encode_record(record)
+        return draft.decision(n_kept), (encode_record(record) if encode else record)
 
     def _decide_alone(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
         """The documents that share no key with an earlier document of the WARC (or whose URL names an indexed

@@ -20,7 +20,6 @@ class DedupVerdict:
     """What the committer decided for one WARC, as the tokenizer applies it."""
 
     decision: Decision
-    record: bytes | None  # the durable record of the documents it added to the index (None: it added none)
     audit: bool  # write the dropped duplicates to the audit file
     against: tuple[str, ...] = ()  # dedup.against: the earlier outputs a prior match names
 

@@ -170,7 +170,10 @@ class LshShardActor(Measured):
         documents the whole index held then (``docnos``: the next docno)."""
         return {"docnos": self.docnos, **self.read}
 
-    def query(self, exact_keys: np.ndarray, band_keys: np.ndarray):
+    def query(self, exact_keys: np.ndarray, band_keys: np.ndarray, insert: tuple | None = None):
+        """The hits of a WARC's keys, after the previous WARC's ``insert`` (``(ordinal, *request)``) if any."""
+        if insert is not None:
+            self.insert(*insert)
         return self.shard.query(exact_keys, band_keys)
 
     def documents(self, docnos: np.ndarray):
@@ -180,14 +183,19 @@ class LshShardActor(Measured):
         self.shard.insert(*request)
         self.log.add(ordinal, request)
 
-    def flush(self, upto: int, docnos: int) -> ShardFiles:
+    def flush(self, upto: int, docnos: int, insert: tuple | None = None) -> ShardFiles:
+        if insert is not None:  # the last WARC's, not sent yet
+            self.insert(*insert)
         return self.log.flush(upto, docnos)
 
     def confirm(self, upto: int) -> None:
         self.log.confirm(upto)
 
-    def compact(self, upto: int, docnos: int) -> ShardFiles:
-        """The end of the build: the slice as one file (see :meth:`ShardLog.compact`)."""
+    def compact(self, upto: int, docnos: int, insert: tuple | None = None) -> ShardFiles:
+        """The end of the build: the slice as one file (see :meth:`ShardLog.compact`), after the last WARC's
+        ``insert`` if it was not sent yet."""
+        if insert is not None:
+            self.insert(*insert)
         return self.log.compact(upto, docnos)
 
     def stats(self) -> dict:

@@ -42,20 +42,22 @@ class RayShards:
 
     def __init__(self, actors: list):
         self.actors = actors
-        self.inserted: list[ray.ObjectRef] = []  # the last WARC's insert calls
+        self.pending: list[tuple] | None = None  # the last WARC's insert requests, (ordinal, *request) per shard
 
-    def _settle(self) -> None:
-        ray.get(self.inserted)  # surfaces a failed insert or a dead actor before anything else is asked
+    def take_pending(self) -> list[tuple | None]:
+        """Each shard's insert request not sent yet (None: none)."""
+        pending, self.pending = self.pending, None
+        return pending or [None] * len(self.actors)
 
     def query(self, requests):
-        self._settle()
-        return ray.get([a.query.remote(*r) for a, r in zip(self.actors, requests, strict=True)])
+        inserts = self.take_pending()
+        return ray.get([a.query.remote(*r, insert=i) for a, r, i in zip(self.actors, requests, inserts, strict=True)])
 
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
 
     def insert(self, requests, ordinal):
-        self.inserted = [a.insert.remote(ordinal, *r) for a, r in zip(self.actors, requests, strict=True)]
+        self.pending = [(ordinal, *r) for r in requests]
 
 
 def default_shards(cfg: Config) -> int:
@@ -235,7 +237,7 @@ class DedupStage:
         if lost:
             for i, actor in zip(lost, self._restart(lost), strict=True):
                 self.actors[i] = actor
-            self.shards.inserted = []
+            self.shards.pending = None  # a new shard read them from the records; the others took theirs
             self.restarts += len(lost)
             log.warning("LSH shard(s) %s lost: restarted from their files and the WARCs committed since", lost)
         return len(lost)
@@ -262,7 +264,9 @@ class DedupStage:
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:
         """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""
-        return [a.flush.remote(upto, self.dedup.next_docno) for a in self.actors]
+        inserts = self.shards.take_pending()
+        docnos = self.dedup.next_docno
+        return [a.flush.remote(upto, docnos, insert=i) for a, i in zip(self.actors, inserts, strict=True)]
 
     def confirm(self, upto: int) -> None:
         """The checkpoint at ``upto`` is durable: the shards may delete the files it no longer names."""
@@ -275,3 +279,15 @@ class DedupStage:
     def kill(self) -> None:
         for a in self.actors:
             ray.kill(a)
+
+    def compact(self, upto: int) -> None:
+        """The end of the build (every WARC below ``upto`` decided): each shard writes its slice as one file, which
+        the final checkpoint names. A shard lost by now keeps the files the last checkpoint named for it."""
+        inserts = self.shards.take_pending()  # the last WARC's, not sent yet
+        refs = [a.compact.remote(upto, self.dedup.next_docno, insert=i) for a, i in zip(self.actors, inserts,
+                                                                                         strict=True)]
+        for i, ref in enumerate(refs):
+            try:
+                ray.get(ref)
+            except (RayActorError, ActorUnavailableError):
+                log.warning("LSH shard %d was lost before the end: its files stay as the last checkpoint named them", i)

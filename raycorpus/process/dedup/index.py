@@ -575,7 +575,7 @@ class Deduplicator:
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
-        docnos = self.next_docno + np.arange(n_kept, dtype=np.uint64)
+        docnos = (self.next_docno + np.arange(n_kept, dtype=np.uint64)).astype(np.uint32)  # (as tables keep them)
         kg = gids[keep]
         ke = ek[keep][~dups] if ek.size else ek
         ku = uk[keep] if uk.size else uk

@@ -60,6 +60,7 @@ LSH_SHARDS = 2
 S3_BURST_MIX = {"slowdown": 0.5, "reset": 0.3, "reset_mid_body": 0.1, "truncate": 0.1}  # shares of a burst's rate
 S3_BURST_RATES = (0.3, 0.6, 0.9)  # a request fails with this probability during a burst (retried up to 6 times)
 WINDOWED = ("worker_node", "lsh_node", "s3_burst", "disk_full")
+NODE_ROLES = {"worker": ("127.0.0.3", None), "lsh": ("127.0.0.4", {"lsh": LSH_SHARDS})}  # beside the head
 DISK_BYTES = 256 * 2**20  # the tmpfs of the local-disk rounds (memory is used only by what is written)
 
 
@@ -156,13 +157,15 @@ class Input:
 
 class SoakCluster:
     """Head (1 CPU), worker node (1 CPU) and LSH node (1 CPU, resource ``lsh``); a lost node is replaced
-    by a new node on the same address."""
+    by a new node on the same address, as a cluster's autoscaler replaces a lost machine."""
+
+    START_ATTEMPTS = 3  # a node that does not register in time (a loaded machine) is started again
 
     def __init__(self, env: dict[str, str]):
         self.cluster = LocalCluster(head_cpus=1, env=env)
+        self.roles: dict[str, RayNode | None] = dict.fromkeys(NODE_ROLES)
         try:
-            self.worker = self.cluster.add_node(num_cpus=1, ip="127.0.0.3")
-            self.lsh = self.cluster.add_node(num_cpus=1, ip="127.0.0.4", resources={"lsh": LSH_SHARDS})
+            self.heal()
         except BaseException:
             self.cluster.stop()
             raise
@@ -170,25 +173,36 @@ class SoakCluster:
     def nodes(self) -> list[RayNode]:
         return [self.cluster.head, *self.cluster.workers]
 
-    def replace(self, node: RayNode) -> RayNode:
-        """Stop what is left of ``node`` and start a new node with its address and resources."""
-        node.stop()
-        self.cluster.workers.remove(node)
-        lsh = node is self.lsh
-        new = self.cluster.add_node(num_cpus=1, ip=node.ip, resources={"lsh": LSH_SHARDS} if lsh else None)
-        if lsh:
-            self.lsh = new
-        else:
-            self.worker = new
-        return new
+    def node(self, role: str) -> RayNode:
+        node = self.roles[role]
+        assert node is not None, f"no {role} node"
+        return node
+
+    def replace(self, role: str) -> None:
+        """Stop what is left of the ``role`` node (if any) and start a new one with its address and resources."""
+        old = self.roles[role]
+        if old is not None:
+            old.stop()
+            self.cluster.workers.remove(old)
+            self.roles[role] = None
+        ip, resources = NODE_ROLES[role]
+        for attempt in range(1, self.START_ATTEMPTS + 1):
+            try:
+                self.roles[role] = self.cluster.add_node(num_cpus=1, ip=ip, resources=resources)
+                return
+            except RuntimeError:
+                if attempt == self.START_ATTEMPTS:
+                    raise
 
     def heal(self) -> None:
-        """Replace every worker node whose raylet is gone (a round's fault may have left one dead)."""
-        for node in list(self.cluster.workers):
+        """Start every node that is missing or whose raylet is gone (a round's fault may have left one so)."""
+        for role, node in self.roles.items():
             try:
+                if node is None:
+                    raise LookupError(role)
                 node.pid_of("raylet")
             except LookupError:
-                self.replace(node)
+                self.replace(role)
 
     def actor_pids(self, class_name: str) -> list[int]:
         """PIDs of live ``class_name`` actors on this cluster's nodes (by process title)."""
@@ -375,8 +389,12 @@ class Soak:
         if fault.kind == "disk_full" and self.disk.unavailable:
             result.skipped = self.disk.unavailable
             return result
-        self.cluster.heal()
-        self.cluster.wait_idle()
+        try:
+            self.cluster.heal()
+            self.cluster.wait_idle()
+        except Exception as e:  # a node that does not start, actors that do not end: not this round's build
+            result.problem = f"soak error before the round: {e!r}"
+            return result
         local = fault.kind == "disk_full"
         out = str(self.disk.path / f"round-{r:03d}") if local else f"s3://{BUCKET}/round-{r:03d}"
         logs = self.workdir / f"round-{r:03d}"
@@ -456,13 +474,17 @@ class Soak:
             os.kill(pid, signal.SIGKILL)
             result.effect = f"pid {pid} of {len(pids)} killed"
         elif fault.kind in ("worker_node", "lsh_node"):
-            node = self.cluster.worker if fault.kind == "worker_node" else self.cluster.lsh
+            role = fault.kind.removesuffix("_node")
+            node = self.cluster.node(role)
             result.effect = f"raylet pid {node.pid_of('raylet')} on {node.ip} killed"
             node.kill()
 
-            def replace() -> None:  # a new machine takes the lost one's place
-                self.cluster.replace(node)
-                result.effect += ", node replaced"
+            def replace() -> None:  # a new machine takes the lost one's place (the run goes on if none starts)
+                try:
+                    self.cluster.replace(role)
+                    result.effect += ", node replaced"
+                except RuntimeError as e:
+                    result.effect += f", no node replaced it ({str(e).splitlines()[0]})"
 
             return replace
         elif fault.kind == "s3_burst":

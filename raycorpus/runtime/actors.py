@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import resource
+from dataclasses import dataclass
 
 import numpy as np
 import ray
@@ -18,9 +19,9 @@ from raycorpus.output.lock import OutputLock
 from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.process.dedup.index import (
     DEDUP_DIR,
-    IndexRecord,
     Layout,
     LshShard,
+    RecordRows,
     decode_record,
     encode_record,
     record_name,
@@ -202,6 +203,15 @@ class LshShardActor(Measured):
         return self.shard.stats()
 
 
+@dataclass(frozen=True)
+class RecordSource:
+    """What the packer builds a WARC's dedup record from: the WARC's dedup payload (its worker's, on the head's
+    node: in a list, so that the packer gets the reference) and what the index took of it."""
+
+    payload: list  # [ObjectRef of the DedupPayload]
+    rows: RecordRows
+
+
 @ray.remote
 class PackerActor(Measured):
     """The single writer. Rebuilt from the ledger if it is ever restarted (``replacement``: by the
@@ -211,6 +221,7 @@ class PackerActor(Measured):
         storage = Storage(cfg.storage)
         self.storage = faults.wrap_storage(storage)
         self.dedup_url = join_url(cfg.output.path, DEDUP_DIR)
+        self.layout = worker_layout(cfg)  # (what a record holds)
         self._flushes: list | None = None  # the LSH shards' flush calls for the coming checkpoint
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(  # checkpoints when the committer says (it also has the shards flush first)
@@ -244,12 +255,14 @@ class PackerActor(Measured):
         return self.writer.packer.closer.cpu_seconds
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
-               attempts: int, record: IndexRecord | None = None, written: int | None = None) -> Position:
+               attempts: int, record: RecordSource | None = None, written: int | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
         ``staged``, after the WARC's dedup ``record`` is durable. ``written``: the document writer's
         result, a dependency only."""
         if record is not None:
-            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_record(record))
+            payload = ray.get(record.payload[0])
+            rows = record.rows.record(ordinal, *payload.rows(payload.eligible), self.layout)
+            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_record(rows))
         return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:

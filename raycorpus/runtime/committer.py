@@ -26,11 +26,10 @@ from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.report_state import ReportState, versions
-from raycorpus.process.dedup.index import IndexRecord
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
-from raycorpus.runtime.actors import DocumentWriter, PackerActor
+from raycorpus.runtime.actors import DocumentWriter, PackerActor, RecordSource
 from raycorpus.runtime.closer import ShardWritersLost
 from raycorpus.runtime.cluster import on_this_node
 from raycorpus.runtime.dedup import DedupStage
@@ -53,7 +52,7 @@ class Sent:
     staged: ray.ObjectRef | None = None  # WarcTokens from the worker: what a replacement packer is sent
     keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
     verdict: DedupVerdict | None = None
-    record: IndexRecord | None = None  # the documents the WARC added to the dedup index (the packer writes it)
+    record: RecordSource | None = None  # the documents the WARC added to the dedup index (the packer writes it)
     docs: ray.ObjectRef | None = None  # for the document writer; released once the packer has taken the WARC
     written: ray.ObjectRef | None = None  # the document writer's call
 
@@ -146,12 +145,12 @@ class Committer:
         """What the workers need not send for the report's sample (see :mod:`raycorpus.process.profile`)."""
         return self.report.bounds() if self.report is not None else None
 
-    def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict, IndexRecord | None]:
+    def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict, RecordSource | None]:
         """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""
         payload = ray.get(item.dedup)
         for _ in range(MAX_DEDUP_RETRIES):
             try:
-                decision, record = self.dedup.decide(item.task.ordinal, payload)
+                decision = self.dedup.decide(item.task.ordinal, payload)
                 break
             except ACTOR_LOST:  # replace lost shards from the last checkpoint, which must hold every earlier WARC
                 self._packer_call("checkpoint")
@@ -161,7 +160,7 @@ class Committer:
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
         verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
-        return summary, verdict, record if decision.indexed else None
+        return summary, verdict, RecordSource([item.dedup], decision.rows) if decision.indexed else None
 
     def _send(self, item: Sent) -> None:
         task = item.task

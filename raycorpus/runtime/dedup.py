@@ -255,12 +255,12 @@ class DedupStage:
                                      f"({e.__class__.__name__}); the ledger is consistent, rerun to resume") from None
                 time.sleep(2.0)
 
-    def decide(self, ordinal: int, payload: DedupPayload) -> tuple[Decision, IndexRecord]:
-        """(decision, record: the packer encodes and writes it); in tag mode only the documents filter mode would
-        keep take part."""
+    def decide(self, ordinal: int, payload: DedupPayload) -> Decision:
+        """The WARC's decision (its ``rows`` say what its record holds: the packer builds and writes it from the
+        payload); in tag mode only the documents filter mode would keep take part."""
         eligible = payload.eligible
-        decision, record = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys, encode=False)
-        return (decision if eligible is None else decision.expand(eligible)), record
+        decision, _ = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys, encode=False)
+        return decision if eligible is None else decision.expand(eligible)
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:
         """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""

@@ -324,6 +324,24 @@ class LocalShards:
             s.insert(*r)
 
 
+@dataclass(frozen=True)
+class RecordRows:
+    """Which of a WARC's decided documents the index took (``index``) and which of those are near duplicates
+    (``near``, with index_dups): with the WARC's keys, all its durable record needs (:meth:`record`)."""
+
+    index: np.ndarray
+    near: np.ndarray | None
+
+    def record(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | None,
+               layout: Layout) -> IndexRecord:
+        """The WARC's :class:`IndexRecord` from its decided documents' hashes, signatures and URL keys."""
+        i = self.index
+        near = layout.near and sigs is not None
+        urls = np.asarray(urls, np.uint64)[i] if layout.url and urls is not None else None
+        return IndexRecord(make_gids(ordinal, i.size)[i], np.asarray(hashes, np.uint64)[i],
+                           sigs[i] if near else None, urls, self.near)
+
+
 @dataclass
 class Decision:
     """Per document of one WARC (filtered documents, in record order)."""
@@ -334,6 +352,7 @@ class Decision:
     indexed: int  # documents added to the index (the kept ones; with index_dups, the near duplicates too)
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
     verified: np.ndarray | None = None  # float32: the best Jaccard estimated for a near candidate (NaN: none)
+    rows: RecordRows | None = None  # what the index took, over the decided documents (not spread by expand)
 
     @property
     def keep(self) -> np.ndarray:
@@ -349,7 +368,7 @@ class Decision:
         if self.verified is not None:
             verified = np.full(eligible.size, np.nan, np.float32)
             verified[eligible] = self.verified
-        return Decision(kind, dup_of, jac, self.indexed, eligible, verified)
+        return Decision(kind, dup_of, jac, self.indexed, eligible, verified, self.rows)
 
     def counts(self) -> dict[str, int]:
         counts = {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
@@ -382,8 +401,8 @@ class _Draft:
         self.set(rows, kind, dup_of, jac)
         self.verified[rows] = verified
 
-    def decision(self, indexed: int) -> Decision:
-        return Decision(self.kind, self.dup_of, self.jac, indexed, None, self.verified)
+    def decision(self, indexed: int, rows: RecordRows | None = None) -> Decision:
+        return Decision(self.kind, self.dup_of, self.jac, indexed, None, self.verified, rows)
 
 
 @dataclass(frozen=True)
@@ -409,7 +428,7 @@ class Deduplicator:
 
     def decide(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None,
                urls: np.ndarray | None = None, keys: WarcKeys | None = None,
-               encode: bool = True) -> tuple[Decision, bytes | IndexRecord]:
+               encode: bool = True) -> tuple[Decision, bytes | None]:
         """Decide, insert what is kept, and return (decision, durable record of the inserted documents).
 
         Per document, in record order, against the indexed documents and this WARC's earlier kept ones:
@@ -419,7 +438,7 @@ class Deduplicator:
         As arrays: the documents whose decision depends on no other document of the WARC (the most) are
         decided together; only those sharing a key with an earlier document of the WARC go one by one.
         ``keys``: the WARC's keys and those relations, when its worker computed them (else they are computed here).
-        ``encode`` False: the record as arrays (whoever writes it encodes it: :func:`encode_record`)."""
+        ``encode`` False: no record (whoever writes it builds it: ``decision.rows``, :meth:`RecordRows.record`)."""
         lay = self.layout
         n = len(hashes)
         gids = make_gids(ordinal, n)
@@ -427,9 +446,9 @@ class Deduplicator:
         urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
         draft = _Draft(n)
         if n == 0:
-            none = np.zeros(0, bool) if lay.index_dups else None
-            record = IndexRecord(gids, hashes, sigs, urls, none)
-            return draft.decision(0), (encode_record(record) if encode else record)
+            rows = RecordRows(np.zeros(0, bool), np.zeros(0, bool) if lay.index_dups else None)
+            record = IndexRecord(gids, hashes, sigs, urls, rows.near)
+            return draft.decision(0, rows), (encode_record(record) if encode else None)
         near = lay.near and sigs is not None
         keys = keys or lay.warc_keys(hashes, sigs, urls)
         ek, uk = keys.exact, keys.url
@@ -442,9 +461,10 @@ class Deduplicator:
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
         n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys.bands, sigs if near else None)
         kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
-        record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
-                             None if urls is None else urls[index], dups if lay.index_dups else None)
-        return draft.decision(n_kept), (encode_record(record) if encode else record)
+        rows = RecordRows(index, dups if lay.index_dups else None)
+        if not encode:  # whoever writes the record builds it from the keys and ``rows``
+            return draft.decision(n_kept, rows), None
+        return draft.decision(n_kept, rows), encode_record(rows.record(ordinal, hashes, sigs, urls, lay))
 
     def _decide_alone(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
         """The documents that share no key with an earlier document of the WARC (or whose URL names an indexed

@@ -18,6 +18,8 @@ from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
 from raycorpus.output.report_state import REPORT_DIR, state_name
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker, WarcTokens
+from raycorpus.process.dedup.index import DEDUP_DIR
+from raycorpus.process.dedup.shardlog import remove_unnamed
 from raycorpus.process.results import WarcSummary
 
 
@@ -136,10 +138,13 @@ class CorpusWriter:
 
     def finish(self, report: bytes | None = None) -> Position:
         """The last checkpoint; then every shard is written, so a temp file left in this writer's folders is
-        a shard-closing task's that died with its node mid-write (its shard was written again since)."""
+        a shard-closing task's that died with its node mid-write (its shard was written again since). Like the
+        staged token files, the LSH shards' files the final checkpoint does not name go too."""
         position = self.checkpoint(complete=True, report=report)
         for url in self.own:
             self.storage.remove_partial_writes(url)
+        if self.dedup_files is not None and self.state.dedup:
+            remove_unnamed(self.storage, join_url(self.ledger.out_url, DEDUP_DIR), self.state.dedup)
         return position
 
     def _remove_report_orphans(self) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from raycorpus import counts as ck
 from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
@@ -137,16 +138,26 @@ def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], 
 
 
 def _check_shard_files(storage: Storage, out_url: str, state: LedgerState, check) -> None:
-    """Every LSH shard's files the last checkpoint names exist, and cover WARCs the ledger has."""
+    """Every LSH shard's files the last checkpoint names exist, and cover WARCs the ledger has. Says what it
+    counts: the files that checkpoint names (a finished output: one per shard that indexed a document), the
+    documents indexed, and any file under the shards' folders the checkpoint does not name (left by a killed run,
+    removed when it resumes; or by a raycorpus before the end's compaction: a rerun of the finished output
+    removes them)."""
     if not state.dedup:
         return
     dedup_url = join_url(out_url, DEDUP_DIR)
-    missing = [f"shard {i}: {name}" for i, d in enumerate(state.dedup) for name in d.files
-               if not storage.exists(join_url(shard_dir(dedup_url, i), name))]
+    on_storage = [{u.rsplit("/", 1)[-1] for u in storage.list(shard_dir(dedup_url, i))}
+                  for i in range(len(state.dedup))]
+    missing = [f"shard {i}: {name}" for i, d in enumerate(state.dedup) for name in d.files if name not in on_storage[i]]
     ahead = [i for i, d in enumerate(state.dedup) if d.upto > state.next_ordinal]
-    n = sum(len(d.files) for d in state.dedup)
-    check("dedup shards", not missing and not ahead, "; ".join(missing[:5]) or (f"shards {ahead} name WARCs "
-          "the ledger has not committed" if ahead else f"{len(state.dedup)} shards, {n} files, all present"))
+    named = sum(len(d.files) for d in state.dedup)
+    unnamed = sum(len(files - set(d.files)) for files, d in zip(on_storage, state.dedup, strict=True))
+    which = "final" if state.complete else "last"
+    detail = (f"{len(state.dedup)} LSH shards: {named} segment files named by the {which} checkpoint, all present; "
+              f"{state.totals[ck.DEDUP_INDEXED]:,} documents indexed"
+              + (f"; {unnamed} more files under dedup/shard-*/ that it does not name" if unnamed else ""))
+    check("dedup index", not missing and not ahead, "; ".join(missing[:5]) or (
+        f"shards {ahead} name WARCs the ledger has not committed" if ahead else detail))
 
 
 def _check_documents(storage: Storage, out_url: str, check) -> None:

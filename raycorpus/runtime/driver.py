@@ -21,12 +21,14 @@ from raycorpus import __version__
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.growth import ManifestLines
-from raycorpus.ingest.storage import Storage
+from raycorpus.ingest.storage import Storage, join_url
 from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.summary import DedupStats, RunSummary, ThisRun, build_summary
+from raycorpus.process.dedup.index import DEDUP_DIR
 from raycorpus.process.dedup.prior import against_changed, dedup_changes, dedup_decision, dedup_keys, open_priors
+from raycorpus.process.dedup.shardlog import remove_unnamed
 from raycorpus.process.extract_rules import RULES_REVISION
 from raycorpus.process.filters.base import FILTER_RULES
 from raycorpus.process.tagrecord import write_tag_config
@@ -130,6 +132,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if state.complete and (state.next_ordinal < total or follow):  # a grown manifest: its new lines continue it
             state = reopen_finished(storage, cfg.output.path, cfg.output.shard_size_tokens, tuple(cfg.output.format))
         if state.complete:
+            if state.dedup:  # an output finished by an earlier raycorpus may hold files its checkpoint does not name
+                remove_unnamed(storage, join_url(cfg.output.path, DEDUP_DIR), state.dedup)
             return build_summary(cfg.output.path, state, total, ThisRun(resumed_at=total, processed=0))
         init_ray(cfg)
         if work is None:
@@ -189,6 +193,8 @@ class _Build:
             self._loop(progress)
             while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
                 self._follow(progress)
+            if self.committer.dedup is not None:  # each LSH shard's slice as one file, which the final checkpoint
+                self.committer.dedup.compact(self.committer.next_commit)  # names
             self.committer.finish()
             self._report(progress, force=True)
             wall = time.monotonic() - t_start

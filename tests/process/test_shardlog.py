@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 
 from raycorpus.ingest.storage import Storage
 from raycorpus.process.dedup.index import OPH, Deduplicator, Layout, LocalShards, LshShard
 from raycorpus.process.dedup.settings import DedupConfig
-from raycorpus.process.dedup.shardlog import MERGE_FANIN, ShardFiles, ShardLog
+from raycorpus.process.dedup.shardlog import (
+    MERGE_FANIN,
+    ShardFiles,
+    ShardLog,
+    decode_inserts,
+    finished_name,
+    remove_unnamed,
+    shard_dir,
+)
 
 
 class LoggedShards(LocalShards):
@@ -110,3 +119,43 @@ def test_a_restart_reads_only_its_own_slice_and_drops_unnamed_files(tmp_path):
         total += shard.stats()["documents"]
     assert not orphan.exists()
     assert total == durable[0].docnos  # every indexed document is owned by exactly one shard
+
+
+def _end(tmp_path, flush_every: int, warcs: int = 60):
+    """A build of ``warcs`` WARCs checkpointed every ``flush_every``, ended as a run ends: each shard compacted.
+    Returns (the files of the last checkpoint before the end, those of the final one)."""
+    _, logs, durable = _build(tmp_path, warcs=warcs, flush_every=flush_every)
+    return durable, [log.compact(warcs, 0) for log in logs]
+
+
+def test_the_end_leaves_one_file_per_shard_whatever_the_checkpoints(tmp_path):
+    """Checkpoints after every WARC (so merges ran, 60 segments), every 7, or never before the end: each shard
+    ends with the one file named by the end alone, byte for byte the same, holding the same inserts."""
+    ends = {every: _end(tmp_path / f"every-{every}", every) for every in (1, 7, 1000)}
+    assert any(n.startswith("L1-") for f in ends[1][0] for n in f.files), "no merge ran"
+    assert all(not f.files for f in ends[1000][0])  # nothing was written before the end
+    for every, (_, final) in ends.items():
+        assert [(f.files, f.upto) for f in final] == [((finished_name(60),), 60)] * 3, every
+    for i in range(3):
+        data = {every: (tmp_path / f"every-{every}" / f"shard-{i}" / finished_name(60)).read_bytes() for every in ends}
+        assert len(set(data.values())) == 1, f"shard {i}: the end's file differs between checkpoint histories"
+        whole = decode_inserts(data[1])
+        shard = LshShard(Layout.from_config(DedupConfig(), 3), i)
+        shard.insert(*whole)
+        assert whole[4].size == shard.stats()["documents"] > 0  # every document this shard owns, once
+
+
+def test_the_writer_removes_what_the_final_checkpoint_does_not_name(tmp_path):
+    """After the end's compaction the merged-away parts and the replaced segments are still there (the final
+    checkpoint is not durable yet); once it is, everything it does not name goes."""
+    _, final = _end(tmp_path / "build", 1)
+    dedup = tmp_path / "dedup"
+    dedup.mkdir()
+    for i in range(3):
+        (tmp_path / "build" / f"shard-{i}").rename(shard_dir(str(dedup), i))
+    before = {str(p.relative_to(dedup)) for p in dedup.rglob("*") if p.is_file()}
+    named = {f"{Path(shard_dir('', i)).name}/{finished_name(60)}" for i in range(3)}
+    assert named < before  # the compacted parts are still on disk
+    gone = remove_unnamed(Storage(), str(dedup), final)
+    assert sorted(str(Path(u).relative_to(dedup)) for u in gone) == sorted(before - named)
+    assert {str(p.relative_to(dedup)) for p in dedup.rglob("*") if p.is_file()} == named

@@ -8,13 +8,21 @@ holds a document of a WARC that no checkpoint names. Segments are merged in a ba
 8 at a time, into files one level up (``L1-...``, ``L2-...``), off the commit path: a shard has a
 few dozen files at most and each document is rewritten once per level. A merged file replaces its
 parts in the next checkpoint; the parts are deleted once that checkpoint is durable
-(:meth:`ShardLog.confirm`). Ray-free: the runtime's shard actor wraps it.
+(:meth:`ShardLog.confirm`). At the end of a build a shard writes its whole slice as one file named by
+the end alone, ``L9-000000000-<end>.npz`` (:meth:`ShardLog.compact`), and the final checkpoint names that file
+only: two builds of one input end with the same dedup files whatever their checkpoints, worker counts or merge
+timing, and the writer removes every file the final checkpoint does not name. Ray-free: the runtime's shard
+actor wraps it.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import tempfile
 import threading
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,6 +31,7 @@ import numpy as np
 from raycorpus.ingest.storage import Storage, join_url
 
 MERGE_FANIN = 8
+FINISHED_LEVEL = 9  # the one file a finished build's shard holds (merges stop far below: 8**9 segments)
 FIELDS = ("exact_keys", "exact_docnos", "band_keys", "band_docnos", "own_docnos", "own_gids", "own_sigs")
 
 
@@ -45,6 +54,11 @@ class ShardFiles:
     @classmethod
     def from_json(cls, d: dict) -> ShardFiles:
         return cls(tuple(d["files"]), d["upto"], d["docnos"])
+
+
+def finished_name(upto: int) -> str:
+    """The one file of a shard at the end of a build: its inserts of every WARC below ``upto``."""
+    return f"L{FINISHED_LEVEL}-{0:09d}-{upto:09d}.npz"
 
 
 def _level(name: str) -> int:
@@ -75,6 +89,65 @@ def decode_inserts(data: bytes) -> tuple:
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         empty = np.empty(0, np.uint64)
         return tuple(z[name] if name in z.files else (None if name == "own_sigs" else empty) for name in FIELDS)
+
+
+def remove_unnamed(storage: Storage, dedup_url: str, named: list[ShardFiles]) -> list[str]:
+    """Delete every file under the shards' folders that ``named`` (a checkpoint's shard files) does not name: the
+    parts of merges and of the end's compaction, a killed writer's temp files. Only once nothing writes there (the
+    writer, at the end of a build). Returns what it deleted."""
+    gone = []
+    for i, files in enumerate(named):
+        for url in storage.list(shard_dir(dedup_url, i)):
+            if url.rsplit("/", 1)[-1] not in files.files:
+                storage.delete(url)
+                gone.append(url)
+    return gone
+
+
+def write_concatenation(storage: Storage, dir_url: str, parts: list[str], name: str) -> None:
+    """``parts``' inserts, concatenated in order, written as the file ``name``: through local temp files, one part's
+    field in memory at a time (a shard's whole slice is never in memory twice). The same arrays give the same bytes
+    (stored, fixed dates, fields in :data:`FIELDS` order) however they were cut into parts."""
+    with tempfile.TemporaryDirectory(prefix="raycorpus-compact-") as tmp:
+        local = []
+        for i, part in enumerate(parts):
+            local.append(os.path.join(tmp, f"{i}.npz"))
+            with storage.open_read(join_url(dir_url, part)) as src, open(local[-1], "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 22)
+        out = os.path.join(tmp, name)
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+            for field in FIELDS:
+                _write_field(z, field, local)
+        storage.write_file_atomic(join_url(dir_url, name), out)
+
+
+def _header(path: str, field: str) -> tuple[tuple[int, ...], np.dtype] | None:
+    with zipfile.ZipFile(path) as z:
+        if f"{field}.npy" not in z.namelist():
+            return None
+        with z.open(f"{field}.npy") as f:
+            major, _ = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
+    return shape, dtype
+
+
+def _write_field(z: zipfile.ZipFile, field: str, parts: list[str]) -> None:
+    """One field of every part, end to end, as one ``.npy`` member (absent where no part has it)."""
+    headers = [(p, h) for p in parts if (h := _header(p, field)) is not None]
+    if not headers:
+        return
+    filled = [h for _, h in headers if h[0][0]] or [headers[0][1]]  # the dtype and row shape of parts with rows
+    dtype = np.result_type(*(d for _, d in filled))
+    shape = (sum(h[0][0] for _, h in headers), *filled[0][0][1:])
+    info = zipfile.ZipInfo(f"{field}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+    with z.open(info, "w", force_zip64=True) as f:
+        np.lib.format.write_array_header_2_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                 "fortran_order": False, "shape": shape})
+        for path, (rows, _) in headers:
+            if rows[0]:
+                with np.load(path, allow_pickle=False) as npz:
+                    f.write(np.ascontiguousarray(npz[field], dtype=dtype).tobytes())
 
 
 class ShardLog:
@@ -112,6 +185,12 @@ class ShardLog:
         return the files a checkpoint at ``upto`` names."""
         if self._merging is not None and len(self.files) > 4 * MERGE_FANIN:
             self._merging.join()  # merges run behind the flushes; if they fall far behind, let one finish
+        current = self._segment(upto, docnos)
+        self._start_merge()
+        return current
+
+    def _segment(self, upto: int, docnos: int) -> ShardFiles:
+        """Write the inserts of WARCs below ``upto`` as a segment; the files a checkpoint at ``upto`` names."""
         with self._lock:
             taken = [r for o, r in self.pending if o < upto]
             self.pending = [(o, r) for o, r in self.pending if o >= upto]
@@ -123,9 +202,21 @@ class ShardLog:
             if self._merged_away:
                 self._unnamed_at.setdefault(upto, []).extend(self._merged_away)
                 self._merged_away = []
-            current = ShardFiles(tuple(self.files), self.upto, self.docnos)
-        self._start_merge()
-        return current
+            return ShardFiles(tuple(self.files), self.upto, self.docnos)
+
+    def compact(self, upto: int, docnos: int) -> ShardFiles:
+        """The end of a build (every WARC below ``upto`` inserted): the shard's whole slice as one file,
+        :func:`finished_name` of ``upto``, which the final checkpoint names alone. The files it replaces stay
+        until that checkpoint is durable (the writer then removes every file it does not name)."""
+        self.close()  # a merge in flight first: nothing is written here after this
+        self._segment(upto, docnos)  # what is still in memory
+        with self._lock:
+            parts, name = list(self.files), finished_name(self.upto)
+        if parts and parts != [name]:
+            write_concatenation(self.storage, self.dir_url, parts, name)
+            with self._lock:
+                self.files = [name]
+        return ShardFiles(tuple(self.files), self.upto, self.docnos)
 
     def confirm(self, upto: int) -> None:
         """The checkpoint at ``upto`` (and every earlier one) is durable: delete what they no longer name."""

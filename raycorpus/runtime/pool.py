@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
 from raycorpus.config import Config
 from raycorpus.ingest.manifest import iter_input_entries
@@ -220,6 +220,7 @@ class Dispatcher:
         """Process a finished WARC again: its results were lost with their node before it was committed
         (not an attempt of its own: the WARC did nothing wrong)."""
         self.stats.results_lost += 1
+        task.attempts -= 1  # sent again, but the WARC did not fail
         heapq.heappush(self.retry_heap, (time.monotonic(), task.ordinal, task))
 
     def follow_on(self, tasks: Iterator[Task]) -> None:
@@ -288,6 +289,12 @@ class Dispatcher:
                 # lost while the WARC waits in the reorder buffer no longer takes them with it
                 needed = [dedup, staged, *([docs] if self.need_docs else [])]
                 ray.wait(needed, num_returns=len(needed), timeout=RESULT_PULL_SECONDS)
+            except ObjectLostError:  # the WARC finished, then its node died before its summary reached this one
+                _settle(data_refs)
+                self.pool.remove(actor)  # it went with that node: a new worker takes its place
+                self.pool.resize(force=True)
+                self.redo(task)
+                continue
             except (RayTaskError, *ACTOR_LOST) as e:
                 _settle(data_refs)
                 if isinstance(getattr(e, "cause", None), StagingError):

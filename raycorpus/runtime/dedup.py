@@ -19,7 +19,7 @@ from ray.exceptions import RayActorError
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.process.dedup.index import Decision, Deduplicator, IndexRecord, Layout
+from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
 from raycorpus.process.dedup.prior import PriorIndex
 from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
@@ -38,7 +38,8 @@ PLACEMENT_REPORT_EVERY = 60.0  # and again while it waits
 
 class RayShards:
     """:class:`raycorpus.process.dedup.index.ShardSet` over actors. Calls from this one caller run in
-    submission order on each actor, so WARC k's inserts land before WARC k+1's queries."""
+    submission order on each actor. A WARC's inserts go with the next call each shard gets (the next WARC's
+    query, or a flush), which applies them first: one call per shard and WARC fewer."""
 
     def __init__(self, actors: list):
         self.actors = actors

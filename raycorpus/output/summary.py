@@ -116,12 +116,13 @@ class DedupStats(_Part):
     """Documents in the index, the ``dedup.against`` outputs' (``prior_docs``) included."""
     prior_docs: int | None = _measured()
     """Documents of the ``dedup.against`` outputs (present only with ``dedup.against``)."""
-    indexed_docs_in_shards: int
-    """Documents the shards say they hold (summed over shards)."""
-    table_bytes: int
-    """Memory of the shards' LSH tables."""
-    signature_bytes: int
-    """Memory of the shards' signature stores."""
+    indexed_docs_in_shards: int | None = _measured()
+    """Documents the shards say they hold (summed over shards; absent when a shard was lost after the last
+    WARC's decision)."""
+    table_bytes: int | None = _measured()
+    """Memory of the shards' LSH tables (absent as ``indexed_docs_in_shards``)."""
+    signature_bytes: int | None = _measured()
+    """Memory of the shards' signature stores (absent as ``indexed_docs_in_shards``)."""
     bytes_per_doc: float | None
     """(table + signature bytes) / indexed documents; None with no document indexed."""
     start_reads: list[ShardRead] = []

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError
 
 from raycorpus import counts as ck
 from raycorpus.config import Config
@@ -274,8 +274,17 @@ class DedupStage:
         for a in self.actors:
             a.confirm.remote(upto)
 
-    def stats(self) -> list[dict]:
-        return ray.get([a.stats.remote() for a in self.actors])
+    def stats(self) -> list[dict | None]:
+        """Each shard's figures; None for a shard that no longer answers (lost after the last decision: its files
+        stay as the last checkpoint named them)."""
+        refs = [a.stats.remote() for a in self.actors]
+        out: list[dict | None] = []
+        for ref in refs:
+            try:
+                out.append(ray.get(ref, timeout=60))
+            except (RayActorError, ActorUnavailableError, GetTimeoutError):
+                out.append(None)
+        return out
 
     def kill(self) -> None:
         for a in self.actors:

@@ -324,17 +324,26 @@ def _peak_memory(groups: dict[str, list]) -> dict[str, float]:
 
 
 def _dedup_stats(dedup, docs: int) -> DedupStats:
+    """The index at the end of the run. Its memory needs every shard's answer: a shard lost after the last decision
+    (its files are as the final checkpoint names them) leaves those figures out instead of failing the run."""
     shards = dedup.stats()
-    table = sum(s["table_bytes"] for s in shards)
-    sig = sum(s["signature_bytes"] for s in shards)
+    lost = [i for i, s in enumerate(shards) if s is None]
+    if lost:
+        log.warning("LSH shard(s) %s lost after the last WARC's decision: the index's memory is left out of the "
+                    "summary (its files are complete)", lost)
+
+    def total(key: str) -> int | None:
+        return None if lost else sum(s[key] for s in shards)
+
+    table, sig = total("table_bytes"), total("signature_bytes")
     return DedupStats(
         shards=len(shards),
         restarts=dedup.restarts,
         indexed_docs=docs,  # with dedup.against, the earlier outputs' documents too (prior_docs of them)
         prior_docs=dedup.prior_docs or None,
-        indexed_docs_in_shards=sum(s["documents"] for s in shards),
+        indexed_docs_in_shards=total("documents"),
         table_bytes=table,
         signature_bytes=sig,
-        bytes_per_doc=round((table + sig) / docs, 1) if docs else None,
+        bytes_per_doc=round((table + sig) / docs, 1) if docs and table is not None and sig is not None else None,
         start_reads=dedup.reads,  # per shard: its own files and the records of WARCs after them
     )

@@ -225,6 +225,13 @@ class SoakCluster:
                 raise RuntimeError("the previous run's actors did not end")
             time.sleep(0.5)
 
+    def keep_logs(self, folder: Path) -> None:
+        """Copy every node's Ray logs into ``folder`` (a failed round's: the nodes' temp dirs go when they stop)."""
+        for node in self.nodes():
+            with contextlib.suppress(OSError):
+                shutil.copytree(Path(node.temp) / "session_latest" / "logs", folder / f"ray-{node.ip}",
+                                dirs_exist_ok=True)
+
     def stop(self) -> None:
         self.cluster.stop()
 
@@ -360,11 +367,16 @@ class Soak:
                                           start_new_session=True)
         return self._proc
 
-    def _wait(self, proc: subprocess.Popen) -> int | None:
-        """The run's exit code, or None (and the driver killed) if it did not end within RUN_TIMEOUT."""
+    def _wait(self, proc: subprocess.Popen, log: Path) -> int | None:
+        """The run's exit code, or None if it did not end within RUN_TIMEOUT (then the driver's Python stacks go to
+        ``log``.stacks, read by py-spy where it is installed, and the driver is killed)."""
         try:
             return proc.wait(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:
+            spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                dump = subprocess.run([spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=60)
+                log.with_suffix(".stacks").write_text(dump.stdout + dump.stderr)
             proc.kill()
             proc.wait()
             return None
@@ -376,7 +388,7 @@ class Soak:
         start = time.monotonic()
         with LocalHTTPServer(self.inp.manifest.parent) as www:
             rc = self._wait(self._start(self._config(logs / "c.json", out, www.url, self.s3.endpoint_url),
-                                        logs / "run.log"))
+                                        logs / "run.log"), logs / "run.log")
         if rc != EXIT_OK:
             raise RuntimeError(f"the undisturbed build failed (exit {rc}):\n{tail(logs / 'run.log')}")
         self.log(f"reference: undisturbed build in {time.monotonic() - start:.0f} s")
@@ -422,6 +434,8 @@ class Soak:
                 result.problem = f"the output cannot be checked: {e!r}"
         if result.survived:
             self._remove(out)
+        elif not result.skipped:
+            self.cluster.keep_logs(logs)
         return result
 
     def _drive(self, cfg: Path, logs: Path, fault: Fault, out: str, result: RoundResult, www: LocalHTTPServer,
@@ -440,8 +454,8 @@ class Soak:
             time.sleep(fault.window)
             undo()
         while True:
-            rc = self._wait(proc)
             log = logs / f"run-{len(result.exits) + 1}.log"
+            rc = self._wait(proc, log)
             if rc is None:
                 result.problem = f"run {len(result.exits) + 1} did not end within {RUN_TIMEOUT:g} s:\n{tail(log)}"
                 return

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from raycorpus import counts as ck
-from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import SHARDS_DIR, shard_name
 from raycorpus.output.streaming_formats import STREAMING_FORMATS, streaming_format_problems
-from raycorpus.process.dedup.index import DEDUP_DIR, decode_record, record_name, split_gid
+from raycorpus.process.dedup.index import DEDUP_DIR, split_gid
+from raycorpus.process.dedup.records import read_record
 from raycorpus.process.dedup.shardlog import shard_dir
 
 
@@ -123,11 +124,14 @@ def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], 
         return
     wrong = []
     for e in indexed:
-        url = join_url(join_url(out_url, DEDUP_DIR), record_name(e["ordinal"]))
-        if not storage.exists(url):
-            wrong.append(f"WARC #{e['ordinal']}: no {record_name(e['ordinal'])}")
+        try:
+            record, _ = read_record(storage, join_url(out_url, DEDUP_DIR), e["ordinal"])
+        except NotFound as missing:
+            wrong.append(f"WARC #{e['ordinal']}: its dedup record is incomplete: {missing}")
             continue
-        record = decode_record(storage.read_bytes(url))
+        except ValueError as bad:
+            wrong.append(str(bad))
+            continue
         gids, hashes = record.gids, record.hashes
         if gids.size != e["counts"]["dedup_indexed"] or hashes.size != gids.size or any(
                 split_gid(g)[0] != e["ordinal"] for g in gids[:1]):

@@ -12,22 +12,21 @@ from ray.exceptions import RayActorError
 
 from raycorpus.config import Config
 from raycorpus.ingest.split import WarcPart
-from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.ingest.storage import Storage, StorageError, join_url
 from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
-from raycorpus.output.shards import WarcTokens, stage_tokens
+from raycorpus.output.shards import StagingError, WarcTokens, stage_tokens
 from raycorpus.process.dedup.index import (
     DEDUP_DIR,
     Layout,
     LshShard,
     RecordRows,
-    decode_record,
-    encode_record,
     record_name,
 )
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.dedup.prior import PriorIndex, load_prior
+from raycorpus.process.dedup.records import encode_keys, encode_rows, keys_name, read_record
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
@@ -103,7 +102,22 @@ class WarcWorker(Measured):
         staged = stage_tokens(self.processor.storage, self.out_url, ordinal, *result.encoded(),
                               part=None if part is None else part.index)
         layout = self.layout if part is None else None  # a range's keys: the head computes them for the whole WARC
-        return summary, result.docs, result.dedup_payload(eligible_for_dedup(result, tag), layout), staged
+        payload = result.dedup_payload(eligible_for_dedup(result, tag), layout)
+        if layout is not None:
+            write_keys(self.processor.storage, self.out_url, ordinal, payload, layout)
+        return summary, result.docs, payload, staged
+
+
+def write_keys(storage: Storage, out_url: str, ordinal: int, payload: DedupPayload, layout: Layout) -> None:
+    """A worker's part of its WARC's dedup record (see :mod:`raycorpus.process.dedup.records`), durable before the
+    WARC can be committed."""
+    rows = payload.rows(payload.eligible)
+    if not rows[0].size:
+        return
+    try:
+        storage.write_atomic(join_url(join_url(out_url, DEDUP_DIR), keys_name(ordinal)), encode_keys(*rows, layout))
+    except StorageError as e:
+        raise StagingError(str(e)) from e
 
 
 def worker_layout(cfg: Config) -> Layout | None:
@@ -160,9 +174,8 @@ class LshShardActor(Measured):
                      "record_bytes": 0, **({"prior_bytes": prior_bytes} if priors else {})}
         self.docnos = max(durable.docnos, sum(p.docnos for p in priors))  # this build's documents follow theirs
         for ordinal in tail:  # committed after the files: replayed from their records, and logged again
-            data = storage.read_bytes(join_url(dedup_url, record_name(ordinal)))
-            self.read["record_bytes"] += len(data)
-            record = decode_record(data)
+            record, read = read_record(storage, dedup_url, ordinal)
+            self.read["record_bytes"] += read
             self.insert(ordinal, *self.shard.slice_of(record, self.docnos))
             self.docnos += record.gids.size
 
@@ -205,11 +218,13 @@ class LshShardActor(Measured):
 
 @dataclass(frozen=True)
 class RecordSource:
-    """What the packer builds a WARC's dedup record from: the WARC's dedup payload (its worker's, on the head's
-    node: in a list, so that the packer gets the reference) and what the index took of it."""
+    """What the packer writes as a WARC's dedup record: what the index took of the WARC's documents. Its keys are
+    on the output already (its worker wrote them), except for a WARC cut into ranges, whose keys the head computed:
+    ``payload`` then holds the joined dedup payload (an ObjectRef in a list, so that the packer gets the reference)
+    and the packer writes them too."""
 
-    payload: list  # [ObjectRef of the DedupPayload]
     rows: RecordRows
+    payload: list | None = None  # [ObjectRef of the DedupPayload]
 
 
 @ray.remote
@@ -260,9 +275,11 @@ class PackerActor(Measured):
         ``staged``, after the WARC's dedup ``record`` is durable. ``written``: the document writer's
         result, a dependency only."""
         if record is not None:
-            payload = ray.get(record.payload[0])
-            rows = record.rows.record(ordinal, *payload.rows(payload.eligible), self.layout)
-            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_record(rows))
+            if record.payload is not None:
+                payload = ray.get(record.payload[0])
+                keys = encode_keys(*payload.rows(payload.eligible), self.layout)
+                self.storage.write_atomic(join_url(self.dedup_url, keys_name(ordinal)), keys)
+            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_rows(record.rows))
         return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:

@@ -160,7 +160,9 @@ class Committer:
         summary = item.summary
         decision.count_into(summary.counts, self.tag)
         verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
-        return summary, verdict, RecordSource([item.dedup], decision.rows) if decision.indexed else None
+        if not decision.indexed:
+            return summary, verdict, None
+        return summary, verdict, RecordSource(decision.rows, None if payload.keys is not None else [item.dedup])
 
     def _send(self, item: Sent) -> None:
         task = item.task

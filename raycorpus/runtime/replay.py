@@ -37,7 +37,7 @@ from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.profile import NO_BOUND, PASSED, WarcProfile, smallest
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
-from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout
+from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout, write_keys
 from raycorpus.runtime.pool import Task, WorkSource
 
 
@@ -128,6 +128,8 @@ class ReplayWorker(Measured):
         summary.node = self.node_id
         staged = stage_tokens(self.storage, self.out_url, ordinal, *result.encoded())  # as a worker stages them
         payload = result.dedup_payload(eligible_for_dedup(result, self.tag), self.layout)
+        if self.layout is not None:  # and its dedup keys
+            write_keys(self.storage, self.out_url, ordinal, payload, self.layout)
         return summary, result.docs, payload, staged
 
 

@@ -62,7 +62,7 @@ def test_builds_of_one_input_end_with_the_same_dedup_files_all_named(crawl, ray_
     state = Ledger(Storage(), str(often)).load()
     assert state.complete and [d.files for d in state.dedup] == [(finished_name(N_WARCS),)] * SHARDS
     named = {f"dedup/shard-{i:04d}/{name}" for i, d in enumerate(state.dedup) for name in d.files}
-    records = {f for f in files if f.count("/") == 1}  # dedup/NNNNNNNNN.npz: one per WARC that indexed documents
+    records = {f for f in files if f.count("/") == 1}  # dedup/NNNNNNNNN.npz and .keys.npz: per WARC that indexed any
     assert set(files) == named | records  # nothing under the shards' folders that the final checkpoint does not name
 
     indexed = json.loads((often / "summary.json").read_text())["this_run"]["dedup"]["indexed_docs"]

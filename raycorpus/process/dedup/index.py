@@ -15,7 +15,7 @@ tables); shard ``docno % N`` keeps the document's id and signature. Document ids
 are ``ordinal << 24 | index`` (index among the WARC's filtered documents), so an id names
 its WARC. Signatures are kept as their low 32 bits (``uint32``; two different
 values agree with probability 2**-32), and band keys are computed from those, so the
-durable record of a committed WARC (:class:`IndexRecord`, ``dedup/NNNNNNNNN.npz``) is
+durable record of a committed WARC (:class:`IndexRecord`, :mod:`raycorpus.process.dedup.records`) is
 gids + hashes + 32-bit signatures (+ sketch) + URL keys, and any shard can be rebuilt from the records of
 the committed WARCs alone (:meth:`LshShard.load`). To verify candidates, a shard keeps for each document
 it owns the OPH sketch that follows the MinHash values in the row (``verify_sketch: oph``, the default:

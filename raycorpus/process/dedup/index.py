@@ -459,7 +459,7 @@ class Deduplicator:
         kind = draft.kind
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys.bands, sigs if near else None)
+        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys.bands, warc.stored)
         kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         rows = RecordRows(index, dups if lay.index_dups else None)
         if not encode:  # whoever writes the record builds it from the keys and ``rows``
@@ -588,9 +588,10 @@ class Deduplicator:
         return KnownDocuments(want, gids, sigs)
 
     def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray, ek: np.ndarray,
-                uk: np.ndarray, keys: np.ndarray, sigs: np.ndarray | None) -> int:
+                uk: np.ndarray, keys: np.ndarray, stored: np.ndarray | None) -> int:
         """Number the indexed documents (``keep``) and insert them into the shards; return how many. The
-        indexed near duplicates (``dups``, over the indexed ones) insert no content or URL key."""
+        indexed near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the
+        WARC's signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
@@ -604,9 +605,8 @@ class Deduplicator:
         ke = np.concatenate([ke, ku[has_url]])
         kflat = keys[keep].ravel()
         kflat_no = np.repeat(docnos, keys.shape[1])
-        ksigs = sigs[keep] if sigs is not None else None
         e, b, o = (ShardSplit.of(r, lay.n_shards) for r in (lay.route(ke), lay.route(kflat), lay.owner(docnos)))
-        own_sigs = o.parts(lay.stored(ksigs)) if lay.verify else [None] * lay.n_shards
+        own_sigs = o.parts(stored[keep]) if lay.verify and stored is not None else [None] * lay.n_shards
         reqs = list(zip(e.parts(ke), e.parts(ke_no), b.parts(kflat), b.parts(kflat_no), o.parts(docnos), o.parts(kg),
                         own_sigs, strict=True))
         self.shards.insert(reqs, ordinal)

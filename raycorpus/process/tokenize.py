@@ -1,8 +1,12 @@
-"""Tokenizing with HF `tokenizers`: load, fingerprint, encode with EOS, train a byte-level BPE."""
+"""Tokenizing with HF `tokenizers`: load, fingerprint, encode with EOS, train a byte-level BPE.
+
+Encoding goes through tiktoken (:mod:`raycorpus.process.tokenize_fast`) where it gives HF's ids, ~4x faster;
+HF encodes everything else."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,6 +15,9 @@ import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from raycorpus.config import TokenizerConfig
+from raycorpus.process.tokenize_fast import FastBPE, NotReproducible
+
+log = logging.getLogger(__name__)
 
 
 class TokenizerError(RuntimeError):
@@ -43,9 +50,10 @@ class TokenEncoder:
     """Encodes batches of documents into one flat token array plus per-document lengths.
 
     ``tokenizer_json``: the tokenizer itself (``Tokenizer.to_str()``), as the driver hands it to the
-    workers of a cluster, whose nodes need not have ``cfg.path``; else it is loaded from ``cfg``."""
+    workers of a cluster, whose nodes need not have ``cfg.path``; else it is loaded from ``cfg``. ``fast``:
+    encode through tiktoken where it reproduces HF's ids (False: HF always; the tests compare the two)."""
 
-    def __init__(self, cfg: TokenizerConfig, tokenizer_json: str | None = None):
+    def __init__(self, cfg: TokenizerConfig, tokenizer_json: str | None = None, fast: bool = True):
         self.tokenizer = Tokenizer.from_str(tokenizer_json) if tokenizer_json else load_tokenizer(cfg)
         eos_id = self.tokenizer.token_to_id(cfg.eos)
         if eos_id is None:
@@ -55,13 +63,35 @@ class TokenEncoder:
         self.dtype = token_dtype(self.vocab_size)
         self.fingerprint = tokenizer_fingerprint(self.tokenizer)
         self.name = Path(cfg.path).name if cfg.path else cfg.name or ""
+        self._fast: FastBPE | bool | None = False if fast else None  # False: not built yet
+        self._why_hf: str | None = None if fast else "fast=False"
+
+    @property
+    def engine(self) -> str:
+        """"tiktoken" or "hf": what encodes documents (tiktoken only where it gives HF's ids)."""
+        return "tiktoken" if self._fast_bpe() is not None else "hf"
+
+    @property
+    def fast_unavailable(self) -> str | None:
+        """Why HF encodes (None: tiktoken does)."""
+        self._fast_bpe()
+        return self._why_hf
+
+    def _fast_bpe(self) -> FastBPE | None:
+        """The tiktoken encoder, built on first use (meta() alone does not pay for it); None: HF encodes."""
+        if self._fast is False:
+            try:
+                self._fast = FastBPE(self.tokenizer)
+            except (NotReproducible, ImportError) as e:
+                log.info("tokenizer %s is encoded by HF tokenizers: %s", self.name, e)
+                self._why_hf, self._fast = str(e), None
+        return self._fast
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Return (tokens, lengths): every document's ids followed by EOS, concatenated."""
         if not texts:
             return np.zeros(0, self.dtype), np.zeros(0, np.uint64)
-        encs = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        ids = [e.ids for e in encs]  # each read of ``Encoding.ids`` builds a new list: once per document
+        ids = self._encode_distinct(texts)
         lengths = np.fromiter((len(i) + 1 for i in ids), dtype=np.uint64, count=len(ids))
         tokens = np.empty(int(lengths.sum()), dtype=self.dtype)
         pos = 0
@@ -71,6 +101,20 @@ class TokenEncoder:
             tokens[pos + n] = self.eos_id
             pos += n + 1
         return tokens, lengths
+
+    def _encode_distinct(self, texts: list[str]) -> list[list[int]]:
+        """Each document's ids, each distinct text encoded once: by tiktoken where it can, the rest in one
+        HF batch."""
+        fast = self._fast_bpe()
+        memo: dict[str, list[int] | None] = {}
+        for text in texts:
+            if text not in memo:
+                memo[text] = fast.encode(text) if fast is not None else None
+        rest = [text for text, ids in memo.items() if ids is None]
+        if rest:  # each read of ``Encoding.ids`` builds a new list: once per document
+            for text, enc in zip(rest, self.tokenizer.encode_batch_fast(rest, add_special_tokens=False), strict=True):
+                memo[text] = enc.ids
+        return [memo[text] for text in texts]
 
     def meta(self) -> dict:
         return {

@@ -5,7 +5,7 @@
 * :func:`duplicates`: the items after the first occurrence of each, and their characters.
 * :func:`ngram_chars`: per n, the characters of the commonest n-gram (times its count, words joined by one space)
   and of the n-grams found again in a left-to-right scan that jumps over each repeat (datatrove's
-  ``find_top_duplicate`` and ``find_all_duplicate``), computed with hashed arrays.
+  ``find_top_duplicate`` and ``find_all_duplicate``), computed exactly with sorted arrays of word ids.
 * :func:`sentence_count`: spaCy's sentencizer on a line's tokens (datatrove's ``split_into_sentences``).
 
 Sets shipped as data (``raycorpus/data/datatrove_text.json``, licences beside it).
@@ -26,7 +26,6 @@ _DATA = json.loads((resources.files("raycorpus") / "data" / "datatrove_text.json
 TERMINAL_PUNCTUATION: tuple[str, ...] = tuple(_DATA["terminal_punctuation"])
 PUNCTUATION: frozenset[str] = frozenset(_DATA["punctuation"])
 SENTENCE_ENDS: frozenset[str] = frozenset(_DATA["sentence_ends"])
-_K = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial n-gram hash (mod 2**64)
 
 
 def duplicates(items: list[str]) -> tuple[int, int]:
@@ -69,56 +68,67 @@ def ngram_chars(words: list[str], top_ns: Collection[int], dup_ns: Collection[in
 
     Top: characters of the commonest n-gram joined by spaces, times its count (the first such n-gram in the
     text among equally common ones; a text without a repeat still has one). Duplicate: characters (joined
-    without spaces) of the n-grams a left-to-right scan meets again, the scan jumping over each repeat. Only
-    n-grams whose (n-1)-gram repeats can repeat, so each round hashes only those positions."""
+    without spaces) of the n-grams a left-to-right scan meets again, the scan jumping over each repeat.
+
+    Exact, no hashing: a word's id is the position of its first occurrence (one dict pass), and an n-gram's group
+    is a dense number for the pair (its (n-1)-gram's group, its last word's id), found by one sort per n. An
+    n-gram at p can repeat only if the (n-1)-grams at p and p + 1 both do, so each round sorts only those
+    positions (on web pages, a sixth of the words at n = 3 and fewer after)."""
     m = len(words)
     max_n = max([*top_ns, *dup_ns], default=0)
     if m < 2 or max_n < 2:
         return
-    lens = np.fromiter(map(len, words), np.int64, m)
-    ends = np.concatenate(([0], np.cumsum(lens)))  # characters of words[i:j] = ends[j] - ends[i]
-    ids = np.empty(m + max_n, np.uint64)  # padded with distinct values: an n-gram past the end never repeats
-    ids[:m] = np.fromiter(map(hash, words), np.int64, m).view(np.uint64)
-    ids[m:] = np.arange(max_n, dtype=np.uint64) * _K + _K
-    pos, h = np.arange(m - 1), ids[: m - 1]
-    for n in range(2, min(max_n, m) + 1):
-        h = h * _K + ids[pos + (n - 1)]
-        order = np.argsort(h, kind="stable")
-        s = h[order]
-        same = s[1:] == s[:-1]
-        repeated = np.zeros(s.size, bool)
-        repeated[1:] = same
-        repeated[:-1] |= same
-        keep = np.sort(order[repeated])  # positions whose n-gram occurs again, in text order
-        top = dup = 0
-        if n in top_ns:
-            top = _top_chars(n, pos, h, keep, ends)
-        if n in dup_ns and keep.size:
-            dup = _scan_chars(n, pos[keep], h[keep], ends, m)
+    vocab: dict[str, int] = {}
+    ids = np.fromiter(map(vocab.setdefault, words, range(m)), np.int64, m)  # a word's first position
+    last, n = min(max_n, m), 2
+    # candidates for n: the positions p whose (n-1)-grams at p and p + 1 both repeat, with the group of p's
+    repeats = np.bincount(ids, minlength=m)[ids] > 1
+    pos = np.flatnonzero(repeats[:-1] & repeats[1:])
+    group = ids[pos]
+    while n <= last and pos.size:
+        key = group * m + ids[pos + (n - 1)]  # < (m + 1) * m: exact in int64 for any text that fits in memory
+        order = key.argsort()
+        s = key[order]
+        first = np.empty(s.size, bool)  # the first of its n-gram in sorted order
+        first[0] = True
+        np.not_equal(s[1:], s[:-1], out=first[1:])
+        groups = np.cumsum(first)  # a dense number per distinct n-gram, in sorted order
+        repeated = ~first
+        repeated[:-1] |= repeated[1:]
+        top = _top_chars(words, n, pos[order], groups, repeated) if n in top_ns else 0
+        pos, group = pos[order[repeated]], groups[repeated]  # the positions whose n-gram repeats
+        dup = _scan_chars(words, n, pos, group) if n in dup_ns and pos.size else 0
         yield n, top, dup
-        pos, h = pos[keep], h[keep]
-        pos, h = pos[pos <= m - n - 1], h[pos <= m - n - 1]  # room for an (n+1)-gram
+        next_repeats = np.zeros(m + 1, bool)
+        next_repeats[pos] = True
+        keep = next_repeats[pos + 1]
+        pos, group = pos[keep], group[keep]
+        n += 1
+    for k in range(n, last + 1):  # no k-gram repeats: the top one is the first
+        yield k, len(" ".join(words[:k])) if k in top_ns else 0, 0
 
 
-def _top_chars(n: int, pos: np.ndarray, h: np.ndarray, keep: np.ndarray, ends: np.ndarray) -> int:
-    """Characters of the commonest n-gram times its count; without a repeat, the text's first n-gram."""
-    if not keep.size:
-        return int(ends[n] - ends[0]) + n - 1
-    _, first, counts = np.unique(h[keep], return_index=True, return_counts=True)
+def _top_chars(words: list[str], n: int, pos: np.ndarray, groups: np.ndarray, repeated: np.ndarray) -> int:
+    """Characters of the commonest n-gram times its count (of those equally common, the one that occurs first);
+    without a repeat, the text's first n-gram. ``pos`` and ``groups``: the candidates in sorted order."""
+    if not repeated.any():
+        return len(" ".join(words[:n]))
+    counts = np.bincount(groups)
     most = counts.max()
-    start = int(pos[keep][first[counts == most].min()])  # among the commonest, the one that comes first
-    return (int(ends[start + n] - ends[start]) + n - 1) * int(most)
+    start = int(pos[counts[groups] == most].min())
+    return len(" ".join(words[start : start + n])) * int(most)
 
 
-def _scan_chars(n: int, starts: np.ndarray, hashes: np.ndarray, ends: np.ndarray, m: int) -> int:
+def _scan_chars(words: list[str], n: int, pos: np.ndarray, groups: np.ndarray) -> int:
     """datatrove's ``find_all_duplicate`` over the positions whose n-gram repeats (the others never count)."""
+    order = pos.argsort()
     seen: set[int] = set()
     total, at = 0, 0
-    for p, g in zip(starts.tolist(), hashes.tolist(), strict=True):
-        if p < at or p > m - n:
+    for p, g in zip(pos[order].tolist(), groups[order].tolist(), strict=True):
+        if p < at:
             continue
         if g in seen:
-            total += int(ends[p + n] - ends[p])
+            total += len("".join(words[p : p + n]))
             at = p + n
         else:
             seen.add(g)

@@ -96,13 +96,17 @@ class MinHasher:
         """The signature of a text's :meth:`shingle_hashes` ``x`` (written into ``out`` if given)."""
         if out is None:
             out = np.empty(self.num_perm, np.uint64)
-        out.fill(EMPTY_VALUE)
+        if not x.size:
+            out.fill(EMPTY_VALUE)
         for i in range(0, x.size, _CHUNK):
             chunk = x[i : i + _CHUNK]
             work = self._work[: self.num_perm * chunk.size].reshape(self.num_perm, chunk.size)
             np.multiply(self._a, chunk, out=work)
             work += self._b
-            np.minimum(out, work.min(axis=1), out=out)
+            if i:
+                np.minimum(out, work.min(axis=1), out=out)
+            else:  # the first chunk's minima are the signature so far
+                work.min(axis=1, out=out)
         return out
 
     def signatures(self, texts: Sequence[str]) -> np.ndarray:

@@ -38,7 +38,8 @@ TABLE_BYTES_PER_DOC = 270  # 14 band keys + content hash + URL key (a kept docum
 # 241.5 at 1 M) B per indexed document (20 % near copies), uint32 values, growth 1.25: load 0.64-0.8
 STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (768 x 2 bits, or 1536 x 1; 8 with verify off)
 SEGMENT_BYTES_PER_DOC = 396  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 192 (sketch)
-RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record: id 8 + hash 8 + URL key 8 + 112 x 4 + 192 (sketch) + near 1
+RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record before 0.2: id 8 + hash 8 + URL key 8 + 112 x 4 + 192 + near 1
+KEYS_BYTES_PER_DOC = 656  # a WARC's keys file, per document reaching dedup: hash 8 + URL key 8 + (112 + 48) x 4
 # indexed documents: the kept ones and (dedup.index_duplicates, the default) the near duplicates
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
 
@@ -170,7 +171,8 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "warnings": _warnings(f, warcs * read_requests_per_warc / wall_s if wall_s else 0.0, indexed * per_doc,
                               shards),
     }
-    out["index"] = _index(indexed, per_doc, shards, nodes, node_memory, out["warnings"])
+    reaching = f.docs_reaching_dedup * scale * warcs
+    out["index"] = _index(indexed, reaching, per_doc, shards, nodes, node_memory, out["warnings"])
     # the workers stage every document that reaches dedup (duplicates too); closing tasks read them back once
     staged = tokens * token_bytes * f.docs_reaching_dedup / f.docs_kept if f.docs_kept else 0.0
     out["staged_bytes_per_second"] = round(staged / wall_s) if wall_s else None
@@ -208,14 +210,17 @@ def _check(chain: dict, pipe: dict, workers: int, eff: float, n_bench: int) -> d
             "ratio": round(predicted / measured, 3)}
 
 
-def _index(indexed: float, per_doc: int, shards: int, nodes: int | None, node_memory: float, warnings: list) -> dict:
-    """The LSH index in memory (per shard, per node, shards spread evenly) and on storage."""
+def _index(indexed: float, reaching: float, per_doc: int, shards: int, nodes: int | None, node_memory: float,
+           warnings: list) -> dict:
+    """The LSH index in memory (per shard, per node, shards spread evenly) and on storage: the shards' files, and the
+    per-WARC records (the workers' keys files, one row per document reaching dedup, and a bit per document of the
+    packer's)."""
     per_shard = indexed * per_doc / shards
     out = {
         "bytes_per_doc": per_doc,
         "bytes_per_shard": round(per_shard),
         "files_bytes": round(indexed * SEGMENT_BYTES_PER_DOC),  # every shard's files (the "snapshots")
-        "records_bytes": round(indexed * RECORD_BYTES_PER_DOC),  # the per-WARC dedup records
+        "records_bytes": round(reaching * KEYS_BYTES_PER_DOC + (reaching + indexed) / 8),  # the per-WARC records
         "resume_read_per_shard": round(indexed * SEGMENT_BYTES_PER_DOC / shards),  # its own files only
         "resume_read_per_shard_before": round(indexed * RECORD_BYTES_PER_DOC),  # 0.1: every record, by every shard
     }

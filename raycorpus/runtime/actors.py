@@ -80,12 +80,13 @@ class WarcWorker(Measured):
     def ready(self) -> str:
         return self.node_id
 
-    @ray.method(num_returns=4)
+    @ray.method(num_returns=5)
     def process(self, ordinal: int, url: str, part: WarcPart | None = None, bounds: SampleBounds | None = None
-                ) -> tuple[WarcSummary, list[Document], DedupPayload, WarcTokens]:
+                ) -> tuple[None, WarcSummary, list[Document], DedupPayload, WarcTokens]:
         """The WARC's results, or (``part``) those of one range of it (never in tag mode: the driver does not
         cut a WARC whose worker writes a per-WARC file). ``bounds``: the report's sample bounds (see
-        :mod:`raycorpus.process.profile`)."""
+        :mod:`raycorpus.process.profile`). First a marker (None) that tells the driver the call ended: it travels
+        with the reply, the other results stay in this node's object store until they are read."""
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url, part, bounds)
@@ -105,7 +106,7 @@ class WarcWorker(Measured):
         payload = result.dedup_payload(eligible_for_dedup(result, tag), layout)
         if layout is not None:
             write_keys(self.processor.storage, self.out_url, ordinal, payload, layout)
-        return summary, result.docs, payload, staged
+        return None, summary, result.docs, payload, staged
 
 
 def write_keys(storage: Storage, out_url: str, ordinal: int, payload: DedupPayload, layout: Layout) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import queue
 import random
 import time
 from collections import Counter
@@ -119,6 +120,8 @@ class WorkerPool:
         self.starting: dict[ray.ObjectRef, ray.actor.ActorHandle] = {}
         self.most = 0  # the most workers ready at once
         self._last_check = 0.0
+        self._loads: list[tuple[int, int, ray.actor.ActorHandle]] = []  # (tasks, seq, actor): a heap, with stale rows
+        self._seq = itertools.count()
 
     def target_size(self) -> int:
         if self.cfg.ray.workers:
@@ -148,7 +151,7 @@ class WorkerPool:
             actor = self.starting.pop(ref)
             try:
                 ray.get(ref)
-                self.ready[actor] = 0
+                self._set_load(actor, 0)
             except ACTOR_LOST:
                 pass  # its node went away while it started; resize() will try again
         self.most = max(self.most, len(self.ready))
@@ -165,9 +168,31 @@ class WorkerPool:
                                  "does the cluster have a free CPU?")
 
     def pick(self) -> ray.actor.ActorHandle | None:
-        if not self.ready:
-            return None
-        return min(self.ready, key=self.ready.get)
+        """The ready worker with the fewest tasks in flight (the earliest ready among equals), from a heap: a
+        dispatch does not pass over every worker (10,000 with 10,000 workers)."""
+        while self._loads:
+            load, _, actor = self._loads[0]
+            if self.ready.get(actor) == load:
+                return actor
+            heapq.heappop(self._loads)  # stale: its load changed since, or it is gone
+        return None
+
+    def took(self, actor) -> None:
+        """``actor`` was sent a task."""
+        self._set_load(actor, self.ready[actor] + 1)
+
+    def done(self, actor) -> None:
+        """A task of ``actor`` ended (if it is still in the pool)."""
+        if actor in self.ready:
+            self._set_load(actor, self.ready[actor] - 1)
+
+    def _set_load(self, actor, load: int) -> None:
+        self.ready[actor] = load
+        if len(self._loads) > 4 * len(self.ready) + 64:  # mostly stale rows: rebuilt
+            self._loads = [(n, next(self._seq), a) for a, n in self.ready.items()]
+            heapq.heapify(self._loads)
+        else:
+            heapq.heappush(self._loads, (load, next(self._seq), actor))
 
     def capacity(self) -> int:
         """Tasks the pool takes now: ``in_flight_per_worker`` each, but one each while workers are still
@@ -198,6 +223,7 @@ class Dispatcher:
         self.need_docs = need_docs
         self.bounds, self.retried = bounds, retried
         self.inflight: dict[ray.ObjectRef, tuple[Task, ray.actor.ActorHandle, tuple]] = {}
+        self._done: queue.SimpleQueue = queue.SimpleQueue()  # the calls that ended, in the order they did
         self.retry_heap: list[tuple[float, int, Task]] = []
         self.peeked: Task | None = None  # the next task from ``tasks``, not sent yet (past the window)
         self.exhausted = False
@@ -260,9 +286,10 @@ class Dispatcher:
                 args.append(task.part)
             if bounds is not None:
                 args.append(bounds)
-            meta_ref, *data_refs = actor.process.remote(*args)
-            self.inflight[meta_ref] = (task, actor, tuple(data_refs))
-            self.pool.ready[actor] += 1
+            ended, *results = actor.process.remote(*args)  # (ended: a marker that travels with the reply)
+            self.inflight[ended] = (task, actor, tuple(results))
+            ended.future().add_done_callback(lambda _, ref=ended: self._done.put(ref))
+            self.pool.took(actor)
         return out
 
     def _expire(self) -> None:
@@ -285,11 +312,10 @@ class Dispatcher:
         out = []
         for ref in self._finished():
             task, actor, data_refs = self.inflight.pop(ref)
-            if actor in self.pool.ready:
-                self.pool.ready[actor] -= 1
-            docs, dedup, staged = data_refs
+            self.pool.done(actor)
+            meta, docs, dedup, staged = data_refs
             try:
-                summary = ray.get(ref)
+                summary = ray.get(meta)
                 # copy the results to this node, beside the commit path's actors: a worker node
                 # lost while the WARC waits in the reorder buffer no longer takes them with it
                 needed = [dedup, staged, *([docs] if self.need_docs else [])]
@@ -318,13 +344,18 @@ class Dispatcher:
         return out
 
     def _finished(self) -> list[ray.ObjectRef]:
-        """Every call that has finished, or (none yet) the first to finish within 0.25 s: one wait over the calls
-        in flight takes all that are done, not one per turn."""
-        refs = list(self.inflight)
-        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        if not done:
-            done, _ = ray.wait(refs, num_returns=1, timeout=0.25)
-        return done
+        """Every call that has ended, or (none yet) the first to end within 0.25 s. Ray tells of each call as it
+        ends (a callback on its first result, a marker that travels with the reply, so its other results stay
+        where they are until read): nothing here passes over the calls in flight (10,000 with 10,000 workers;
+        one ``ray.wait`` over them costs ~7 ms of CPU)."""
+        done = []
+        try:
+            done.append(self._done.get(timeout=0.25))
+            while True:
+                done.append(self._done.get_nowait())
+        except queue.Empty:
+            pass
+        return [ref for ref in done if ref in self.inflight]  # (not those given up since)
 
     def _failed(self, task: Task, actor, e: BaseException) -> Finished | None:
         """Schedule a retry with backoff, or give the WARC up (returned as failed; a range of a WARC already

@@ -110,9 +110,9 @@ class ReplayWorker(Measured):
     def ready(self) -> str:
         return self.node_id
 
-    @ray.method(num_returns=4)
+    @ray.method(num_returns=5)
     def process(self, ordinal: int, url: str, part: None = None, bounds: dict | None = None
-                ) -> tuple[WarcSummary, list, DedupPayload, WarcTokens]:
+                ) -> tuple[None, WarcSummary, list, DedupPayload, WarcTokens]:
         """WARC ``ordinal`` replayed. ``part`` is not used; the report's sample ``bounds`` are applied as a worker
         applies them (it sends no candidate above its pool's bound)."""
         result = replay_warc(self.cached, self.plan, ordinal)
@@ -130,7 +130,7 @@ class ReplayWorker(Measured):
         payload = result.dedup_payload(eligible_for_dedup(result, self.tag), self.layout)
         if self.layout is not None:  # and its dedup keys
             write_keys(self.storage, self.out_url, ordinal, payload, self.layout)
-        return summary, result.docs, payload, staged
+        return None, summary, result.docs, payload, staged  # (first: the marker that the call ended)
 
 
 def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], float]:

@@ -425,7 +425,7 @@ def test_the_timeout_works_inside_the_ray_warc_worker(ray_address, tmp_path):
                       extract={"timeout_seconds": TIGHT_TIMEOUT})
     worker = WarcWorker.options(num_cpus=1).remote(cfg)
     try:
-        summary, *_ = ray.get(worker.process.remote(0, str(path)), timeout=300)
+        _, summary, *_ = ray.get(worker.process.remote(0, str(path)), timeout=300)
     finally:
         ray.kill(worker)
     assert summary.counts[ck.HTML] == 3 and summary.counts[ck.drop("extract", "timeout")] == 1, summary.counts

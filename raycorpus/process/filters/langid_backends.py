@@ -87,12 +87,31 @@ def lingua_languages(keep: Iterable[str] | None) -> frozenset[str] | None:
 
 
 class FastTextBackend:
+    """fastText's top label and probability. ``top`` calls the model's own ``predict`` (fasttext-predict's, or
+    fasttext's, pybind function) without the Python wrapper around it, which checks the line for newlines, copies
+    it and zips the answer: a line of :func:`fasttext_line` has none. The answer is that of :func:`fasttext_predict`
+    (the probability clipped to 1, lone surrogates replaced), its label canonical, looked up once per label."""
+
     def __init__(self, model: str):
         self.model = load_fasttext(model)
+        self._predict = getattr(getattr(self.model, "f", None), "predict", None)  # (line + "\n", k, threshold, errors)
+        self._labels: dict[str, str] = {}
 
     def top(self, line: str) -> tuple[str, float]:
-        found = fasttext_predict(self.model, line)
-        return (canonical_or_raw(found[0][0]), found[0][1]) if found else UNKNOWN
+        if self._predict is None:
+            found = fasttext_predict(self.model, line)
+            return (canonical_or_raw(found[0][0]), found[0][1]) if found else UNKNOWN
+        try:
+            found = self._predict(line + "\n", 1, 0.0, "strict")
+        except (TypeError, UnicodeError):  # lone surrogates: fasttext_predict replaces them
+            found = [(p, lab) for lab, p in fasttext_predict(self.model, line)]
+        if not found:
+            return UNKNOWN
+        prob, raw = found[0]
+        label = self._labels.get(raw)
+        if label is None:
+            label = self._labels[raw] = canonical_or_raw(raw)
+        return label, min(float(prob), 1.0)
 
     def __call__(self, text: str) -> tuple[str, float]:
         return self.top(fasttext_line(text, MAX_CHARS, WINDOWS))

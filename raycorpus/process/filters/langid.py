@@ -13,7 +13,10 @@ accept any spelling (``nb``, ``nob_Latn``, ``__label__no``) and are stored canon
 keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
 (:mod:`raycorpus.process.filters.langid_backends`); the default, ``auto``, is resolved when the config is read:
 ``fasttext`` when every kept language is one lid.176 identifies well, else ``ensemble`` (``keep: null`` too). The
-config holds the resolved backend, so its fingerprint is that of the backend it means.
+config holds the resolved backend, so its fingerprint is that of the backend it means. ``early_exit`` (fastText
+alone) predicts a long text on two of its windows first and keeps that answer when it is sure
+(:class:`~raycorpus.process.filters.langid_backends.FastTextBackend`); off, it is left out of the dumped settings,
+so the fingerprint is that of before it existed.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
 from raycorpus.process.filters.langcodes import canonical
 from raycorpus.process.filters.langid_backends import (
     AUTO,
+    EARLY_MARGIN,
+    EARLY_WINDOWS,
     LID176,
     MAX_CHARS,
     UNKNOWN,
@@ -51,6 +56,11 @@ class LangIdConfig(StageSettings):
         "unsure or says a confusable language. auto: fasttext when every kept language is one lid.176 identifies well "
         "(raycorpus/data/langid_fasttext_languages.json) or `model` is another model, else ensemble (so with "
         "`keep: null`); resolved when the config is read, and the resolved backend is what the fingerprint records")
+    early_exit: bool = Field(False, description=f"fasttext backend only: predict a text longer than {MAX_CHARS} "
+                             f"characters on {EARLY_WINDOWS} of its {WINDOWS} windows first and keep that answer when "
+                             f"its probability is >= {EARLY_MARGIN} (~0.37 of the characters predicted on the shared "
+                             "pages; on the validation halves no label or keep: [en] decision changed, the score by "
+                             "up to 0.22); false: every window, the output and fingerprint of before")
 
     @field_validator("keep")
     @classmethod
@@ -67,7 +77,17 @@ class LangIdConfig(StageSettings):
         """``auto`` becomes the backend it means for ``keep`` and ``model`` before anything reads or fingerprints it."""
         if self.backend == AUTO:
             object.__setattr__(self, "backend", resolve_backend(AUTO, self.keep, self.model))  # a frozen model
+        if self.early_exit and self.backend != "fasttext":
+            raise ValueError(f"early_exit is the fasttext backend's; backend {self.backend} predicts every window")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The settings; ``early_exit`` only when on (off: the settings, and the fingerprint, of before it)."""
+        d = handler(self)
+        if not self.early_exit:
+            d.pop("early_exit", None)
+        return d
 
 
 DEFAULT_MODEL = LangIdConfig.model_fields["model"].default
@@ -81,9 +101,9 @@ def predict_one(backend, text: str) -> tuple[str, float]:
 
 
 def predict(texts: Iterable[str], model: str = DEFAULT_MODEL, backend: str = "fasttext",
-            keep: Iterable[str] | None = None) -> list[tuple[str, float]]:
+            keep: Iterable[str] | None = None, early_exit: bool = False) -> list[tuple[str, float]]:
     """(label, score) of each text, exactly as ``LanguageFilter`` with these settings sees it (for evaluations)."""
-    b = make_backend(backend, model, keep)
+    b = make_backend(backend, model, keep, early_exit=early_exit)
     return [predict_one(b, t) for t in texts]
 
 
@@ -99,7 +119,8 @@ class LanguageFilter(Filter):
     metadata_keys = ("lang", "lang_score")
 
     def __init__(self, cfg: LangIdConfig):
-        self.backend = make_backend(cfg.backend, cfg.model, cfg.keep)  # models loaded once per worker process
+        # models loaded once per worker process
+        self.backend = make_backend(cfg.backend, cfg.model, cfg.keep, early_exit=cfg.early_exit)
         self.keep = frozenset(cfg.keep) if cfg.keep is not None else None
         self.threshold = cfg.threshold
         self.thresholds = dict(cfg.thresholds)

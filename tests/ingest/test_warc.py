@@ -85,8 +85,9 @@ def test_decode_order(body, http, expected, source):
 
 
 def test_looks_binary_counts_the_characters_it_always_counted():
-    """The control / replacement characters are counted by one regex (it was a ``str.translate`` deleting
-    them): every code point is counted as before, and so is every real page's head and a binary payload."""
+    """The control / replacement characters are counted as they always were (a ``str.translate`` deleting them,
+    then a regex, now the UTF-8 bytes): every code point is counted as before, and so is every real page's head
+    and a binary payload."""
     import random
 
     from raycorpus.ingest.warc import looks_binary
@@ -98,6 +99,11 @@ def test_looks_binary_counts_the_characters_it_always_counted():
         n = sum(ord(c) in counted for c in head)
         assert looks_binary(head) == (n > 0.05 * len(head))
     assert looks_binary("".join(map(chr, range(32))) * 10) and not looks_binary("\t\n\f\r text" * 100)
+    # counted from the UTF-8 bytes (and U+FFFD): each character counts once, at the 5 % threshold, in an ASCII, a
+    # Latin-1, a CJK and a surrogate-holding head
+    for c in map(chr, sorted(counted)):
+        for filler in ("a", "\xe9", "\u4e2d", "\ud800"):
+            assert not looks_binary(c * 5 + filler * 95) and looks_binary(c * 6 + filler * 94), (c, filler)
     noise = random.Random(0).randbytes(8192).decode("latin-1")  # random bytes read as a 1-byte charset
     assert looks_binary(noise.encode("latin-1").decode("utf-8", "replace"))
     with open(need_shared(SHARED_WARC / "whirlwind" / "whirlwind.warc.gz"), "rb") as f:

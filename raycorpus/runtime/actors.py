@@ -17,6 +17,7 @@ from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.shards import StagingError, WarcTokens, stage_tokens
+from raycorpus.process.dedup.arrays import Asked, Taken
 from raycorpus.process.dedup.index import (
     DEDUP_DIR,
     Layout,
@@ -185,11 +186,10 @@ class LshShardActor(Measured):
         documents the whole index held then (``docnos``: the next docno)."""
         return {"docnos": self.docnos, **self.read}
 
-    def query(self, exact_keys: np.ndarray, band_keys: np.ndarray, insert: tuple | None = None):
-        """The hits of a WARC's keys, after the previous WARC's ``insert`` (``(ordinal, *request)``) if any."""
-        if insert is not None:
-            self.insert(*insert)
-        return self.shard.query(exact_keys, band_keys)
+    def query(self, asked: Asked, insert: tuple[int, Taken] | None = None):
+        """The hits of a WARC's keys, after the previous WARC's ``insert`` (``(ordinal, Taken)``) if any."""
+        self._take(insert)
+        return self.shard.query(asked)
 
     def documents(self, docnos: np.ndarray):
         return self.shard.documents(docnos)
@@ -198,19 +198,23 @@ class LshShardActor(Measured):
         self.shard.insert(*request)
         self.log.add(ordinal, request)
 
-    def flush(self, upto: int, docnos: int, insert: tuple | None = None) -> ShardFiles:
-        if insert is not None:  # the last WARC's, not sent yet
-            self.insert(*insert)
+    def _take(self, insert: tuple[int, Taken] | None) -> None:
+        """Insert what the index took of the WARC last queried (``(ordinal, Taken)``; None: nothing pending)."""
+        if insert is not None:
+            ordinal, taken = insert
+            self.insert(ordinal, *self.shard.take(taken))
+
+    def flush(self, upto: int, docnos: int, insert: tuple[int, Taken] | None = None) -> ShardFiles:
+        self._take(insert)  # the last WARC's, not sent yet
         return self.log.flush(upto, docnos)
 
     def confirm(self, upto: int) -> None:
         self.log.confirm(upto)
 
-    def compact(self, upto: int, docnos: int, insert: tuple | None = None) -> ShardFiles:
+    def compact(self, upto: int, docnos: int, insert: tuple[int, Taken] | None = None) -> ShardFiles:
         """The end of the build: the slice as one file (see :meth:`ShardLog.compact`), after the last WARC's
         ``insert`` if it was not sent yet."""
-        if insert is not None:
-            self.insert(*insert)
+        self._take(insert)
         return self.log.compact(upto, docnos)
 
     def stats(self) -> dict:

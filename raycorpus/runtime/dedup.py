@@ -43,7 +43,7 @@ class RayShards:
 
     def __init__(self, actors: list):
         self.actors = actors
-        self.pending: list[tuple] | None = None  # the last WARC's insert requests, (ordinal, *request) per shard
+        self.pending: list[tuple] | None = None  # the last WARC's inserts, (ordinal, Taken) per shard
 
     def take_pending(self) -> list[tuple | None]:
         """Each shard's insert request not sent yet (None: none)."""
@@ -52,13 +52,13 @@ class RayShards:
 
     def query(self, requests):
         inserts = self.take_pending()
-        return ray.get([a.query.remote(*r, insert=i) for a, r, i in zip(self.actors, requests, inserts, strict=True)])
+        return ray.get([a.query.remote(r, insert=i) for a, r, i in zip(self.actors, requests, inserts, strict=True)])
 
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
 
-    def insert(self, requests, ordinal):
-        self.pending = [(ordinal, *r) for r in requests]
+    def take(self, requests, ordinal):
+        self.pending = [(ordinal, r) for r in requests]
 
 
 def default_shards(cfg: Config) -> int:

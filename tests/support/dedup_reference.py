@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from raycorpus.process.dedup.arrays import Asked
 from raycorpus.process.dedup.index import (
     EXACT,
     KEEP,
@@ -77,7 +78,7 @@ class ReferenceDeduplicator(Deduplicator):
                     kind[i], dup_of[i], jac[i], verified[i] = self._near_match(stored[i], cands)
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys, stored)
+        n_kept = self._insert(ordinal, index, dups, gids, stored)
         kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
@@ -96,7 +97,8 @@ class ReferenceDeduplicator(Deduplicator):
         e_route, b_route = lay.route(exact), lay.route(flat)
         e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
         b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
-        answers = self.shards.query([(exact[e], flat[b]) for e, b in zip(e_idx, b_idx, strict=True)])
+        asked = [Asked(exact[e], flat[b], e, b, ek.size) for e, b in zip(e_idx, b_idx, strict=True)]
+        answers = self.shards.query(asked)
         prior = np.full(exact.size, NO_MATCH, np.uint64)
         prior_band = np.full(flat.size, NO_MATCH, np.uint64)
         for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):

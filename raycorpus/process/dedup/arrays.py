@@ -33,6 +33,12 @@ class ShardSplit:
         moved = a[self.order]
         return [moved[self.bounds[s] : self.bounds[s + 1]] for s in range(self.bounds.size - 1)]
 
+    def positions(self) -> list[np.ndarray | None]:
+        """Per shard, the positions of its items among all (None: one shard, all of them in order)."""
+        if self.order is None:
+            return [None]
+        return [self.order[self.bounds[s] : self.bounds[s + 1]] for s in range(self.bounds.size - 1)]
+
     def join(self, parts: list[np.ndarray], dtype=np.uint64) -> np.ndarray:
         """The shards' answers (one per item, in :meth:`parts` order) back in the items' order."""
         if self.order is None:
@@ -41,6 +47,44 @@ class ShardSplit:
         out = np.empty(joined.shape, dtype)
         out[self.order] = joined
         return out
+
+
+NOT_TAKEN = np.uint32(2**32 - 1)  # a document the index did not take (docnos are below it)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One shard's part of a WARC's keys, and where each came from: a shard keeps the last it was asked, so that
+    once the WARC is decided it inserts the taken documents' keys from it (:class:`Taken`) and the keys cross
+    from the head to the shard once."""
+
+    exact: np.ndarray  # uint64: content keys, then URL keys
+    bands: np.ndarray  # uint64
+    exact_pos: np.ndarray | None  # each one's position among the WARC's content keys, then URL keys (None: all)
+    band_pos: np.ndarray | None  # each one's position in the WARC's flattened ``(docs, bands)`` band keys (None: all)
+    contents: int  # the WARC's content keys (0: exact dedup off): URL key positions follow them
+
+    def taken(self, taken: Taken, bands: int, no_url: np.uint64) -> tuple:
+        """The insert request (as :meth:`LshShard.insert` takes it) of the documents ``taken`` indexed."""
+        e_pos = np.arange(self.exact.size) if self.exact_pos is None else self.exact_pos
+        url = e_pos >= self.contents
+        e_doc = np.where(url, e_pos - self.contents, e_pos)
+        e_sel = (taken.docnos[e_doc] != NOT_TAKEN) & taken.keyed[e_doc] & (~url | (self.exact != no_url))
+        b_doc = (np.arange(self.bands.size) if self.band_pos is None else self.band_pos) // max(1, bands)
+        b_sel = taken.docnos[b_doc] != NOT_TAKEN
+        return (self.exact[e_sel], taken.docnos[e_doc[e_sel]], self.bands[b_sel], taken.docnos[b_doc[b_sel]],
+                taken.own_docnos, taken.own_gids, taken.own_sigs)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What the index took of a decided WARC, as one shard needs it beside its :class:`Asked` keys."""
+
+    docnos: np.ndarray  # uint32 per document of the WARC: its docno, or NOT_TAKEN
+    keyed: np.ndarray  # bool per document: its content and URL keys go in (not an indexed near duplicate)
+    own_docnos: np.ndarray  # the taken documents this shard owns (docno % shards), their gids and stored signatures
+    own_gids: np.ndarray
+    own_sigs: np.ndarray | None
 
 
 @dataclass(frozen=True)

@@ -308,8 +308,8 @@ class _TimedShards:
     def documents(self, requests):
         return self._time("documents", requests)
 
-    def insert(self, requests, ordinal):
-        return self._time("insert", requests, ordinal)
+    def take(self, requests, ordinal):
+        return self._time("take", requests, ordinal)
 
 
 def bench_index(scales: list[int], runs: int, dup_rate: float = 0.2, url: bool = True) -> list[dict]:

@@ -39,7 +39,16 @@ from typing import Protocol
 import numpy as np
 
 from raycorpus import counts as ck
-from raycorpus.process.dedup.arrays import Hits, KnownDocuments, ShardSplit, WarcKeys, WithinWarc
+from raycorpus.process.dedup.arrays import (
+    NOT_TAKEN,
+    Asked,
+    Hits,
+    KnownDocuments,
+    ShardSplit,
+    Taken,
+    WarcKeys,
+    WithinWarc,
+)
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.prior import is_prior, local_gid
@@ -217,10 +226,19 @@ class LshShard:
         self._gids = np.empty(0, np.uint64)
         self._sigs: np.ndarray | None = None
         self._n = 0  # owned documents
+        self._asked: Asked | None = None  # the keys of the last query (what :meth:`take` inserts from)
 
-    def query(self, exact_keys: np.ndarray, band_keys_: np.ndarray) -> tuple[Hits, Hits]:
-        """Which keys an earlier document has, and its docno."""
-        return Hits.of(self.exact.lookup(exact_keys)), Hits.of(self.bands.lookup(band_keys_))
+    def query(self, asked: Asked) -> tuple[Hits, Hits]:
+        """Which keys an earlier document has, and its docno; the keys are kept for the WARC's :meth:`take`."""
+        self._asked = asked
+        return Hits.of(self.exact.lookup(asked.exact)), Hits.of(self.bands.lookup(asked.bands))
+
+    def take(self, taken: Taken) -> tuple:
+        """The insert request (see :meth:`insert`) of what the index took of the WARC last queried."""
+        if self._asked is None:
+            raise RuntimeError(f"LSH shard {self.index}: an insert without the query of its WARC")
+        asked, self._asked = self._asked, None
+        return asked.taken(taken, self.layout.bands, NO_URL)
 
     def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(gids, signatures or None) of owned documents."""
@@ -302,9 +320,9 @@ class LshShard:
 class ShardSet(Protocol):
     """N shards, called together: local objects in-process, actors in the runtime."""
 
-    def query(self, requests: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[Hits, Hits]]: ...
+    def query(self, requests: Sequence[Asked]) -> list[tuple[Hits, Hits]]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
-    def insert(self, requests: Sequence[tuple], ordinal: int) -> None: ...
+    def take(self, requests: Sequence[Taken], ordinal: int) -> None: ...
 
 
 class LocalShards:
@@ -314,10 +332,14 @@ class LocalShards:
         self.shards = [LshShard(layout, i, expected_docs) for i in range(layout.n_shards)]
 
     def query(self, requests):
-        return [s.query(*r) for s, r in zip(self.shards, requests, strict=True)]
+        return [s.query(r) for s, r in zip(self.shards, requests, strict=True)]
 
     def documents(self, requests):
         return [s.documents(r) for s, r in zip(self.shards, requests, strict=True)]
+
+    def take(self, requests, ordinal):
+        """Insert what the index took of the WARC each shard was last asked about."""
+        self.insert([s.take(t) for s, t in zip(self.shards, requests, strict=True)], ordinal)
 
     def insert(self, requests, ordinal):
         for s, r in zip(self.shards, requests, strict=True):
@@ -459,7 +481,7 @@ class Deduplicator:
         kind = draft.kind
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, ek, uk, keys.bands, warc.stored)
+        n_kept = self._insert(ordinal, index, dups, gids, warc.stored)
         kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         rows = RecordRows(index, dups if lay.index_dups else None)
         if not encode:  # whoever writes the record builds it from the keys and ``rows``
@@ -564,7 +586,9 @@ class Deduplicator:
         flat = keys.ravel()
         e_split, b_split = ShardSplit.of(lay.route(exact), lay.n_shards), ShardSplit.of(lay.route(flat), lay.n_shards)
         e_parts, b_parts = e_split.parts(exact), b_split.parts(flat)
-        answers = self.shards.query(list(zip(e_parts, b_parts, strict=True)))
+        asked = [Asked(e, b, ep, bp, ek.size) for e, b, ep, bp in zip(e_parts, b_parts, e_split.positions(),
+                                                                     b_split.positions(), strict=True)]
+        answers = self.shards.query(asked)
         prior = e_split.join([a.expand(k.size) for (a, _), k in zip(answers, e_parts, strict=True)])
         prior_band = b_split.join([b.expand(k.size) for (_, b), k in zip(answers, b_parts, strict=True)])
         none = np.full(n, NO_MATCH, np.uint64)
@@ -587,28 +611,24 @@ class Deduplicator:
             sigs = split.join([some[:0] if sg is None else sg for _, sg in answers], some.dtype)
         return KnownDocuments(want, gids, sigs)
 
-    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray, ek: np.ndarray,
-                uk: np.ndarray, keys: np.ndarray, stored: np.ndarray | None) -> int:
-        """Number the indexed documents (``keep``) and insert them into the shards; return how many. The
-        indexed near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the
-        WARC's signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup."""
+    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray,
+                stored: np.ndarray | None) -> int:
+        """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were just
+        asked about; return how many. The indexed near duplicates (``dups``, over the indexed ones) insert no
+        content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),
+        None without near dedup."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
         docnos = (self.next_docno + np.arange(n_kept, dtype=np.uint64)).astype(np.uint32)  # (as tables keep them)
-        kg = gids[keep]
-        ke = ek[keep][~dups] if ek.size else ek
-        ku = uk[keep] if uk.size else uk
-        has_url = (ku != NO_URL) & ~dups if ku.size else np.zeros(0, bool)  # content keys, then URL keys
-        ke_no = np.concatenate([docnos[~dups][: ke.size], docnos[has_url]])
-        ke = np.concatenate([ke, ku[has_url]])
-        kflat = keys[keep].ravel()
-        kflat_no = np.repeat(docnos, keys.shape[1])
-        e, b, o = (ShardSplit.of(r, lay.n_shards) for r in (lay.route(ke), lay.route(kflat), lay.owner(docnos)))
+        of_doc = np.full(keep.size, NOT_TAKEN, np.uint32)
+        of_doc[keep] = docnos
+        keyed = np.ones(keep.size, bool)
+        keyed[np.flatnonzero(keep)[dups]] = False
+        o = ShardSplit.of(lay.owner(docnos), lay.n_shards)
         own_sigs = o.parts(stored[keep]) if lay.verify and stored is not None else [None] * lay.n_shards
-        reqs = list(zip(e.parts(ke), e.parts(ke_no), b.parts(kflat), b.parts(kflat_no), o.parts(docnos), o.parts(kg),
-                        own_sigs, strict=True))
-        self.shards.insert(reqs, ordinal)
+        self.shards.take([Taken(of_doc, keyed, d, g, sg) for d, g, sg in zip(o.parts(docnos), o.parts(gids[keep]),
+                                                                              own_sigs, strict=True)], ordinal)
         self.next_docno += n_kept
         return n_kept

@@ -13,6 +13,7 @@ Ray-free.
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from collections import Counter
@@ -31,7 +32,6 @@ from raycorpus.process.profile import (
     SampleBounds,
     SampleDoc,
     WarcProfile,
-    smallest,
 )
 
 REPORT_DIR = "report"
@@ -190,7 +190,10 @@ class ReportState:
                 for s in new:
                     _label(s, decision)
             size = self.samples_passed if pool == PASSED else self.samples_per_reason
-            self.samples[pool] = smallest(self.samples.get(pool, []) + new, size)
+            kept = self.samples.setdefault(pool, [])  # in order: each new one goes in its place
+            for doc in new:
+                bisect.insort(kept, doc, key=SampleDoc.order)
+            del kept[size:]
 
     def bounds(self) -> SampleBounds:
         """Per pool whose sample is full, the largest key still in it: a worker sends no document above it."""

@@ -118,6 +118,10 @@ class HeadPlan:
     workers_per_core: int  # the most workers one head core feeds
     limit: str  # "head" or "workers": what sets the pace at the requested workers
     wall_hours_at_head_pace: float | None  # the crawl's wall time when the head limits
+    shards: int = 1  # LSH shards planned
+    replay_shards: int = 1  # ... and replayed
+    ms_per_warc_per_shard: float | None = None  # the head's CPU per WARC and shard beyond the replay's (None: a
+    # replay JSON from before it was measured: not counted)
 
 
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
@@ -178,7 +182,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     out["staged_bytes_per_second"] = round(staged / wall_s) if wall_s else None
     if replay:
         out["head"] = asdict(_head(replay, docs_per_warc, f.reaching_dedup_per_page, workers, cpu_s_per_warc / eff,
-                                   warcs))
+                                   warcs, shards))
     if pipe and str(workers) in pipe and n_bench:
         out["check"] = _check(chain, pipe, workers, eff, n_bench)
     return out
@@ -237,13 +241,16 @@ def _index(indexed: float, reaching: float, per_doc: int, shards: int, nodes: in
 
 
 def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers: int, worker_s_per_warc: float,
-          warcs: int) -> HeadPlan:
-    """The head's CPU per crawl WARC from the replay's model (ms per WARC + us per document reaching dedup), the
-    cores it needs at ``workers`` and the most workers one core feeds: those that take as long per WARC (wall
-    seconds per worker, at the pipeline's efficiency) as the head does."""
+          warcs: int, shards: int = 1) -> HeadPlan:
+    """The head's CPU per crawl WARC from the replay's model (ms per WARC + us per document reaching dedup + ms
+    per WARC for each LSH shard beyond the replay's), the cores it needs at ``workers`` and the most workers one
+    core feeds: those that take as long per WARC (wall seconds per worker, at the pipeline's efficiency) as the
+    head does."""
     model = replay["model"]
     reaching = pages_per_warc * reaching_per_page
+    per_shard, replayed = model.get("ms_per_warc_per_shard"), model.get("shards") or replay.get("shards") or 1
     cpu_s = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching / 1e6
+    cpu_s += (per_shard or 0.0) * max(0, shards - replayed) / 1000
     per_core = worker_s_per_warc / cpu_s if cpu_s else math.inf
     cores = workers / per_core
     return HeadPlan(
@@ -254,7 +261,8 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
         cpu_seconds_per_warc=round(cpu_s, 4), cores=round(cores, 2),
         workers_per_core=round(per_core) if cpu_s else 0,
         limit="head" if cores > HEAD_CORES else "workers",
-        wall_hours_at_head_pace=round(warcs * cpu_s / HEAD_CORES / 3600, 2) if cores > HEAD_CORES else None)
+        wall_hours_at_head_pace=round(warcs * cpu_s / HEAD_CORES / 3600, 2) if cores > HEAD_CORES else None,
+        shards=shards, replay_shards=replayed, ms_per_warc_per_shard=per_shard)
 
 
 def _index_line(i: dict) -> str:
@@ -267,10 +275,15 @@ def _index_line(i: dict) -> str:
 def _head_lines(h: HeadPlan, p: dict) -> list[str]:
     pace = (f"the head sets the pace: {p['workers']:,} workers finish in ~{h.wall_hours_at_head_pace:,.1f} h, not "
             f"{p['wall_hours']:,.1f} h" if h.limit == "head" else "the workers set the pace")
+    if h.ms_per_warc_per_shard is None:
+        shards = f"; the cost per LSH shard is not in this replay JSON: {h.shards} shards cost more than it says"
+    else:
+        shards = (f" + {h.ms_per_warc_per_shard} ms per WARC for each of {max(0, h.shards - h.replay_shards)} LSH "
+                  f"shards beyond the replay's {h.replay_shards}")
     return [
-        f"head          {h.ms_per_warc} ms per WARC + {h.us_per_doc} us per document reaching dedup (replay; model "
-        f"check ratio {h.model_check_ratio}) at {h.reaching_dedup_per_warc:,} of a WARC's {h.pages_per_warc:,} "
-        f"pages: {h.cpu_seconds_per_warc:.4f} CPU s per WARC",
+        f"head          {h.ms_per_warc} ms per WARC + {h.us_per_doc} us per document reaching dedup{shards} (replay; "
+        f"model check ratio {h.model_check_ratio}) at {h.reaching_dedup_per_warc:,} of a WARC's "
+        f"{h.pages_per_warc:,} pages: {h.cpu_seconds_per_warc:.4f} CPU s per WARC",
         f"head limit    {p['workers']:,} workers need {h.cores:,.2f} head cores; one head core feeds at most "
         f"~{h.workers_per_core:,} workers: {pace}",
     ]

@@ -40,6 +40,8 @@ from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout, write_keys
 from raycorpus.runtime.pool import Task, WorkSource
 
+SHARDS_WIDE = 4  # the head's cost per LSH shard is measured at 4x the replay's shards
+
 
 @dataclass(frozen=True)
 class ReplayPlan:
@@ -147,13 +149,15 @@ def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], floa
 
 
 def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: ReplayPlan, out: str,
-                replay_workers: int, expected_docs: int = 0) -> RunSummary:
+                replay_workers: int, expected_docs: int = 0, shards: int | None = None) -> RunSummary:
     """One replay run into a fresh output: the run summary. ``expected_docs``: the index's size, when the config
-    does not set it (a production run sizes it from `raycorpus plan` rather than growing its tables)."""
+    does not set it (a production run sizes it from `raycorpus plan` rather than growing its tables); ``shards``:
+    the LSH shards (None: the config's)."""
     from raycorpus.runtime.driver import run_build
 
     run_cfg = cfg.model_copy(update={
-        "dedup": cfg.dedup.model_copy(update={"expected_docs": cfg.dedup.expected_docs or expected_docs}),
+        "dedup": cfg.dedup.model_copy(update={"expected_docs": cfg.dedup.expected_docs or expected_docs,
+                                              "shards": shards or cfg.dedup.shards}),
         "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "prefix": None, "base": None,
                                               "limit": None}),
         "output": cfg.output.model_copy(update={"path": out, "documents": False, "format": []}),
@@ -191,12 +195,13 @@ def figures(summary: RunSummary, worker_ms: float) -> dict:
 
 
 def _replay_medians(cfg: Config, token_meta: dict, cached_ref, plan: ReplayPlan, repeats: int, worker_ms: float,
-                    replay_workers: int, docs_per_part: float = 0.0) -> tuple[dict, list[dict]]:
+                    replay_workers: int, docs_per_part: float = 0.0, shards: int | None = None
+                    ) -> tuple[dict, list[dict]]:
     runs = []
     with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
         for r in range(repeats + 1):  # the first run warms the object store and the actors' imports
             s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers,
-                            round(docs_per_part * plan.parts * plan.warcs))
+                            round(docs_per_part * plan.parts * plan.warcs), shards)
             if r:
                 runs.append(figures(s, worker_ms))
     keys = [k for k in runs[0] if k != "cpu_seconds"]
@@ -208,7 +213,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                       worker_ms: float | None = None, replay_workers: int = 2) -> dict:
     """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures.
     The planner's model of the head, CPU per WARC = a + b x documents reaching dedup, is fitted on
-    these and on WARCs a quarter the size, and checked on WARCs half the size: predicted / measured."""
+    these and on WARCs a quarter the size, and checked on WARCs half the size: predicted / measured.
+    Its cost per LSH shard (every shard is asked about every WARC: calls on the head per WARC and shard) is
+    measured by the same replay with ``SHARDS_WIDE`` times the shards."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
@@ -218,26 +225,34 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     init_ray(cfg)
     cached_ref = ray.put(cached)
     per_part = sum(len(r.docs) for r in cached) / len(cached)  # documents reaching dedup (the index's size)
+    shards = cfg.dedup.shards or 1
     med, runs = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
-                                replay_workers, per_part)
+                                replay_workers, per_part, shards)
+    wide, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
+                              replay_workers, per_part, shards * SHARDS_WIDE)
     small, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 4, dup_rate), repeats, ms,
                                replay_workers, per_part)
     half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
                               replay_workers, per_part)
     model = head_model(med, small)
+    model["shards"] = shards
+    model["ms_per_warc_per_shard"] = round((wide["head_cpu_ms_per_warc"] - med["head_cpu_ms_per_warc"])
+                                           / (shards * (SHARDS_WIDE - 1)), 3)
     predicted = model["ms_per_warc"] + model["us_per_doc"] * half["reached_dedup_per_warc"] / 1000
     return {
         "input_warcs": len(warcs), "replayed_warcs": replayed, "parts_per_warc": parts,
         "pages_per_warc": round(pages * parts), "reaching_dedup_per_warc": med["reached_dedup_per_warc"],
         "dup_rate": dup_rate, "worker_ms_per_page": round(ms, 4),
         "worker_ms_source": "given" if worker_ms else "measured in-process on the input",
-        "shards": cfg.dedup.shards, "runs": len(runs),
+        "shards": shards, "runs": len(runs),
         "index_sized": cfg.dedup.expected_docs or round(per_part * parts * replayed),
         "median": med, "per_run": runs, "model": model,
         "check": {"pages_per_warc": round(pages * (parts // 2)), "measured_head_cpu_ms_per_warc":
                   half["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
                   "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
                   else None},
+        "wide": {"shards": shards * SHARDS_WIDE, "head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
+                 "workers_per_head_core": wide.get("workers_per_head_core")},
     }
 
 
@@ -267,6 +282,9 @@ def format_commit_path(b: dict) -> str:
         f"one head core feeds ~{m.get('workers_per_head_core', 0):,.0f} workers",
         f"head model    {b['model']['ms_per_warc']} ms per WARC + {b['model']['us_per_doc']} us per document "
         f"reaching dedup (fitted on WARCs of ~{b['pages_per_warc']:,} and a quarter that)",
+        f"per LSH shard +{b['model']['ms_per_warc_per_shard']} ms of head CPU per WARC (measured at "
+        f"{b['shards']} and {b['wide']['shards']} shards: {m['head_cpu_ms_per_warc']} and "
+        f"{b['wide']['head_cpu_ms_per_warc']} ms per WARC)",
         f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
         f"{b['check']['predicted_head_cpu_ms_per_warc']} ms, measured "
         f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from raycorpus.cli.plan import STORE_BYTES_PER_DOC, TABLE_BYTES_PER_DOC, Funnel, plan
+from raycorpus.cli.plan import STORE_BYTES_PER_DOC, TABLE_BYTES_PER_DOC, Funnel, format_plan, plan
 
 BENCH = {
     "input_warcs": 1, "copies": 4,
@@ -125,6 +125,25 @@ def test_the_head_model_at_the_crawls_pages_per_warc_says_which_figure_limits():
     assert h["wall_hours_at_head_pace"] == 2.5 and many["wall_hours"] == 0.5
     assert (h["ms_per_warc"], h["us_per_doc"], h["us_per_doc_at_dedup"], h["model_check_ratio"]) == (
         20.0, 10.0, 12.5, 0.97)
+
+
+def test_the_head_pays_for_each_lsh_shard_beyond_the_replays():
+    # replayed at 2 shards, 1.5 ms per WARC for each more: at 32 shards 0.1 s + 30 x 1.5 ms = 0.145 s per WARC, so
+    # one head core feeds 200 / 0.145 = 1,379 workers; at the replay's own shard count (or fewer) nothing is added
+    replay = {**REPLAY, "model": {**REPLAY["model"], "shards": 2, "ms_per_warc_per_shard": 1.5}}
+    wide = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay)["head"]
+    assert wide["cpu_seconds_per_warc"] == pytest.approx(0.145) and wide["workers_per_core"] == 1379
+    assert (wide["shards"], wide["replay_shards"], wide["ms_per_warc_per_shard"]) == (32, 2, 1.5)
+    assert wide["cores"] == pytest.approx(10_000 / (200 / 0.145), abs=0.01)
+    for shards in (1, 2):
+        same = plan(COPIES, warcs=90_000, workers=10_000, shards=shards, warc_bytes=1e9, replay=replay)["head"]
+        assert same["cpu_seconds_per_warc"] == pytest.approx(0.1)
+    # a replay JSON from before the shard cost was measured: not counted, and the plan says so
+    old = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=REPLAY)
+    assert old["head"]["cpu_seconds_per_warc"] == pytest.approx(0.1) and old["head"]["ms_per_warc_per_shard"] is None
+    assert "32 shards cost more than it says" in format_plan(old)
+    assert "+ 1.5 ms per WARC for each of 30 LSH shards beyond the replay's 2" in format_plan(
+        plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay))
 
 
 def test_the_cli_plans_several_worker_counts_and_refuses_a_bad_replay(tmp_path):

@@ -52,6 +52,10 @@ def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
     assert m["reached_dedup_per_warc"] > 0 and m["head_cpu_us_per_doc_at_dedup"] > 0
     assert m["workers_per_head_core"] > 0 and b["check"]["ratio"] > 0 and b["model"]["us_per_doc"] != 0
     assert "one head core feeds" in format_commit_path(b)
+    # the head's cost per LSH shard: the same replay at 4x the shards (each shard is asked about every WARC)
+    assert b["shards"] == 1 and b["wide"]["shards"] == 4 and b["wide"]["head_cpu_ms_per_warc"] > 0
+    assert b["model"]["shards"] == 1 and isinstance(b["model"]["ms_per_warc_per_shard"], float)
+    assert "per LSH shard +" in format_commit_path(b)
 
 
 def _meta(cfg) -> dict:

@@ -277,3 +277,37 @@ def test_shipped_stage_does_not_lose_on_readability_pages():
     shipped = eval_readability(data, shipped_extract_fn())
     assert shipped["pages"] == 130 and shipped["errors"] == 0
     assert shipped["f1"] >= bare["f1"], (shipped, bare)
+
+
+# sha256 of the default stage's output (text or drop reason) on every page of the shared WARCs, trafilatura-eval and
+# readability, per RULES_REVISION; pinned when the stage was made cheaper (issue 29): the code of before (e2cf59b)
+# and of after give the same digest. A change of the rules changes it (raise RULES_REVISION and pin the new one);
+# so does another resiliparse / lexbor version (Resiliparse 2.0.1 here)
+EXTRACTED_DIGEST = {2: "bbff14a84cf882ae0647b58567b7f76a617b292295c51da247881ee7dde660bd"}
+
+
+def test_the_text_extracted_from_every_shared_page_is_that_of_before():
+    import gzip
+    import hashlib
+    from collections import Counter
+
+    from raycorpus.ingest.warc import iter_html_records
+    from raycorpus.process.extract_rules import RULES_REVISION
+    from tests.support.paths import SHARED_WARC, need_shared
+
+    extractor, digest = Extractor(ExtractConfig()), hashlib.sha256()
+
+    def add(rec: HtmlRecord) -> None:
+        text, reason = extractor(rec)
+        digest.update(f"{rec.url}\x00{reason}\x00{text}\x01".encode("utf-8", "surrogatepass"))
+
+    for path in sorted(need_shared(SHARED_WARC).rglob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for rec in iter_html_records(f, Counter(), 8 << 20):
+                add(rec)
+    pages = need_shared(EXTRACTION)
+    for path in sorted([*(pages / "trafilatura-eval" / "cache").glob("*.html.gz"),
+                        *(pages / "readability" / "test-pages").glob("*/source.html.gz")]):
+        html = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
+        add(HtmlRecord(str(path.relative_to(pages)), "", "", html, "utf-8", "utf-8", len(html)))
+    assert digest.hexdigest() == EXTRACTED_DIGEST.get(RULES_REVISION), "the extracted text changed"

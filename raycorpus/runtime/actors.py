@@ -202,7 +202,7 @@ class LshShardActor(Measured):
         """Insert what the index took of the WARC last queried (``(ordinal, Taken)``; None: nothing pending)."""
         if insert is not None:
             ordinal, taken = insert
-            self.insert(ordinal, *self.shard.take(taken))
+            self.insert(ordinal, *self.shard.take(taken, ordinal))
 
     def flush(self, upto: int, docnos: int, insert: tuple[int, Taken] | None = None) -> ShardFiles:
         self._take(insert)  # the last WARC's, not sent yet

@@ -37,7 +37,8 @@ class ShardSplit:
         """Per shard, the positions of its items among all (None: one shard, all of them in order)."""
         if self.order is None:
             return [None]
-        return [self.order[self.bounds[s] : self.bounds[s + 1]] for s in range(self.bounds.size - 1)]
+        order = self.order.astype(np.uint32)  # (a WARC has far fewer keys than 2**32)
+        return [order[self.bounds[s] : self.bounds[s + 1]] for s in range(self.bounds.size - 1)]
 
     def join(self, parts: list[np.ndarray], dtype=np.uint64) -> np.ndarray:
         """The shards' answers (one per item, in :meth:`parts` order) back in the items' order."""
@@ -64,27 +65,32 @@ class Asked:
     band_pos: np.ndarray | None  # each one's position in the WARC's flattened ``(docs, bands)`` band keys (None: all)
     contents: int  # the WARC's content keys (0: exact dedup off): URL key positions follow them
 
-    def taken(self, taken: Taken, bands: int, no_url: np.uint64) -> tuple:
-        """The insert request (as :meth:`LshShard.insert` takes it) of the documents ``taken`` indexed."""
-        e_pos = np.arange(self.exact.size) if self.exact_pos is None else self.exact_pos
-        url = e_pos >= self.contents
-        e_doc = np.where(url, e_pos - self.contents, e_pos)
-        e_sel = (taken.docnos[e_doc] != NOT_TAKEN) & taken.keyed[e_doc] & (~url | (self.exact != no_url))
-        b_doc = (np.arange(self.bands.size) if self.band_pos is None else self.band_pos) // max(1, bands)
-        b_sel = taken.docnos[b_doc] != NOT_TAKEN
-        return (self.exact[e_sel], taken.docnos[e_doc[e_sel]], self.bands[b_sel], taken.docnos[b_doc[b_sel]],
-                taken.own_docnos, taken.own_gids, taken.own_sigs)
-
 
 @dataclass(frozen=True)
 class Taken:
-    """What the index took of a decided WARC, as one shard needs it beside its :class:`Asked` keys."""
+    """What the index took of a decided WARC, as one shard needs it beside its :class:`Asked` keys: a bit per
+    document, and the stored signatures of the taken documents the shard owns (``docno % shards``)."""
 
-    docnos: np.ndarray  # uint32 per document of the WARC: its docno, or NOT_TAKEN
-    keyed: np.ndarray  # bool per document: its content and URL keys go in (not an indexed near duplicate)
-    own_docnos: np.ndarray  # the taken documents this shard owns (docno % shards), their gids and stored signatures
-    own_gids: np.ndarray
+    first: int  # the docno of the WARC's first taken document (the others follow in row order)
+    n: int  # the WARC's decided documents
+    index: np.ndarray  # np.packbits: the document is taken (indexed)
+    keyed: np.ndarray  # np.packbits: it inserts its content and URL keys (not an indexed near duplicate)
     own_sigs: np.ndarray | None
+
+    @classmethod
+    def of(cls, first: int, index: np.ndarray, keyed: np.ndarray, own_sigs: np.ndarray | None) -> Taken:
+        return cls(first, index.size, np.packbits(index), np.packbits(keyed), own_sigs)
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(taken, keyed): one bool per document."""
+        return (np.unpackbits(self.index, count=self.n).view(bool),
+                np.unpackbits(self.keyed, count=self.n).view(bool))
+
+    def docnos(self, taken: np.ndarray) -> np.ndarray:
+        """uint32 per document: its docno, or NOT_TAKEN."""
+        out = np.full(self.n, NOT_TAKEN, np.uint32)
+        out[taken] = self.first + np.arange(int(taken.sum()), dtype=np.uint64)
+        return out
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,6 @@ import numpy as np
 
 from raycorpus import counts as ck
 from raycorpus.process.dedup.arrays import (
-    NOT_TAKEN,
     Asked,
     Hits,
     KnownDocuments,
@@ -233,12 +232,25 @@ class LshShard:
         self._asked = asked
         return Hits.of(self.exact.lookup(asked.exact)), Hits.of(self.bands.lookup(asked.bands))
 
-    def take(self, taken: Taken) -> tuple:
-        """The insert request (see :meth:`insert`) of what the index took of the WARC last queried."""
-        if self._asked is None:
+    def take(self, taken: Taken, ordinal: int) -> tuple:
+        """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, the last queried:
+        its taken documents' keys among those this shard was asked about, and the documents it owns."""
+        a, self._asked = self._asked, None
+        if a is None:
             raise RuntimeError(f"LSH shard {self.index}: an insert without the query of its WARC")
-        asked, self._asked = self._asked, None
-        return asked.taken(taken, self.layout.bands, NO_URL)
+        index, keyed = taken.rows()
+        docnos = taken.docnos(index)
+        e_pos = np.arange(a.exact.size) if a.exact_pos is None else a.exact_pos
+        url = e_pos >= a.contents
+        e_doc = np.where(url, e_pos - a.contents, e_pos)
+        e_sel = index[e_doc] & keyed[e_doc] & (~url | (a.exact != NO_URL))
+        b_doc = (np.arange(a.bands.size) if a.band_pos is None else a.band_pos) // max(1, self.layout.bands)
+        b_sel = index[b_doc]
+        mine = docnos[index]
+        own = self.layout.owner(mine) == self.index
+        gids = make_gids(ordinal, taken.n)[index][own]
+        return (a.exact[e_sel], docnos[e_doc[e_sel]], a.bands[b_sel], docnos[b_doc[b_sel]], mine[own], gids,
+                taken.own_sigs)
 
     def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(gids, signatures or None) of owned documents."""
@@ -339,7 +351,7 @@ class LocalShards:
 
     def take(self, requests, ordinal):
         """Insert what the index took of the WARC each shard was last asked about."""
-        self.insert([s.take(t) for s, t in zip(self.shards, requests, strict=True)], ordinal)
+        self.insert([s.take(t, ordinal) for s, t in zip(self.shards, requests, strict=True)], ordinal)
 
     def insert(self, requests, ordinal):
         for s, r in zip(self.shards, requests, strict=True):
@@ -622,13 +634,11 @@ class Deduplicator:
         if self.next_docno + n_kept > _MAX_DOCNO:
             raise OverflowError(f"the dedup index is full ({_MAX_DOCNO:,} documents): split the manifest into runs")
         docnos = (self.next_docno + np.arange(n_kept, dtype=np.uint64)).astype(np.uint32)  # (as tables keep them)
-        of_doc = np.full(keep.size, NOT_TAKEN, np.uint32)
-        of_doc[keep] = docnos
         keyed = np.ones(keep.size, bool)
         keyed[np.flatnonzero(keep)[dups]] = False
-        o = ShardSplit.of(lay.owner(docnos), lay.n_shards)
-        own_sigs = o.parts(stored[keep]) if lay.verify and stored is not None else [None] * lay.n_shards
-        self.shards.take([Taken(of_doc, keyed, d, g, sg) for d, g, sg in zip(o.parts(docnos), o.parts(gids[keep]),
-                                                                              own_sigs, strict=True)], ordinal)
+        own_sigs = [None] * lay.n_shards
+        if lay.verify and stored is not None:
+            own_sigs = ShardSplit.of(lay.owner(docnos), lay.n_shards).parts(stored[keep])
+        self.shards.take([Taken.of(self.next_docno, keep, keyed, sg) for sg in own_sigs], ordinal)
         self.next_docno += n_kept
         return n_kept

@@ -47,6 +47,7 @@ S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; craw
 # the head's work (driver + packer) counted as one core, as the replay's "one head core feeds" does: most of it is
 # the driver's, one Python process (the packer's share, in its own process, could run beside it: the safe side)
 HEAD_CORES = 1.0
+SHARD_CHOICES = (4, 8, 16, 32, 64)  # shard counts the plan compares, when the replay measured the cost per shard
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,12 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     if replay:
         out["head"] = asdict(_head(replay, docs_per_warc, f.reaching_dedup_per_page, workers, cpu_s_per_warc / eff,
                                    warcs, shards))
+        if replay["model"].get("ms_per_warc_per_shard") is not None:  # fewer, larger shards: less head time
+            out["shard_choices"] = [
+                {"shards": n, "bytes_per_shard": round(indexed * per_doc / n),
+                 "workers_per_head_core": _head(replay, docs_per_warc, f.reaching_dedup_per_page, workers,
+                                                cpu_s_per_warc / eff, warcs, n).workers_per_core}
+                for n in SHARD_CHOICES]
     if pipe and str(workers) in pipe and n_bench:
         out["check"] = _check(chain, pipe, workers, eff, n_bench)
     return out
@@ -312,6 +319,11 @@ def format_plan(p: dict) -> str:
     ]
     if p.get("head"):
         lines += _head_lines(HeadPlan(**p["head"]), p)
+    if p.get("shard_choices"):
+        lines.append("shard count   " + "; ".join(
+            f"{c['shards']}: {c['bytes_per_shard'] / 2**30:,.1f} GiB each, one head core feeds "
+            f"~{c['workers_per_head_core']:,}"
+            for c in p["shard_choices"]) + " (every shard is asked about every WARC)")
     if "check" in p:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "

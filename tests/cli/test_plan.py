@@ -138,10 +138,16 @@ def test_the_head_pays_for_each_lsh_shard_beyond_the_replays():
     for shards in (1, 2):
         same = plan(COPIES, warcs=90_000, workers=10_000, shards=shards, warc_bytes=1e9, replay=replay)["head"]
         assert same["cpu_seconds_per_warc"] == pytest.approx(0.1)
+    # the plan compares shard counts: memory per shard against the workers one head core feeds
+    choices = {c["shards"]: c for c in plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9,
+                                            replay=replay)["shard_choices"]}
+    assert choices[32]["workers_per_head_core"] == 1379 and choices[32]["bytes_per_shard"] * 32 == pytest.approx(
+        choices[4]["bytes_per_shard"] * 4, rel=1e-6)
+    assert choices[4]["workers_per_head_core"] == round(200 / (0.1 + 0.003)) > choices[64]["workers_per_head_core"]
     # a replay JSON from before the shard cost was measured: not counted, and the plan says so
     old = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=REPLAY)
     assert old["head"]["cpu_seconds_per_warc"] == pytest.approx(0.1) and old["head"]["ms_per_warc_per_shard"] is None
-    assert "32 shards cost more than it says" in format_plan(old)
+    assert "32 shards cost more than it says" in format_plan(old) and "shard_choices" not in old
     assert "+ 1.5 ms per WARC for each of 30 LSH shards beyond the replay's 2" in format_plan(
         plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay))
 

@@ -268,6 +268,53 @@ def versions() -> dict[str, str]:
     return out
 
 
+class ArrivedBounds:
+    """Sample bounds from WARCs that arrived but are not committed yet: the WARCs of a run's first window are
+    sent before any commit, so the committed pools bound nothing and each would carry its worker's whole
+    candidates (~1.6 MB on a CC-sized WARC) until its turn. Every committed prefix that holds WARC k holds every
+    WARC before it, so once an earlier WARC sent a pool's size of candidates, the largest of them bounds what
+    WARC k can add to that pool, in every report of the build. Per pool a staircase of (ordinal, bound), the
+    bounds falling as the ordinals rise: WARC k's bound is that of the last step before k."""
+
+    def __init__(self, samples_passed: int, samples_per_reason: int):
+        self.sizes = (samples_passed, samples_per_reason)
+        self.steps: dict[str, list[tuple[int, int]]] = {}
+
+    def add(self, ordinal: int, candidates: list[SampleDoc]) -> None:
+        """WARC ``ordinal``'s candidates, as its worker sent them."""
+        keys: dict[str, list[int]] = {}
+        for s in candidates:
+            keys.setdefault(s.pool, []).append(s.key)
+        for pool, pool_keys in keys.items():
+            size = self.sizes[0] if pool == PASSED else self.sizes[1]
+            if size and len(pool_keys) >= size:
+                self._step(pool, ordinal, sorted(pool_keys)[size - 1])
+
+    def _step(self, pool: str, ordinal: int, bound: int) -> None:
+        steps = self.steps.setdefault(pool, [])
+        at = bisect.bisect_left(steps, (ordinal,))  # the first step at or after this WARC
+        if at and steps[at - 1][1] <= bound:  # an earlier WARC bounds as tightly
+            return
+        end = at
+        while end < len(steps) and steps[end][1] >= bound:  # later steps this one bounds as tightly
+            end += 1
+        steps[at:end] = [(ordinal, bound)]
+
+    def before(self, ordinal: int) -> SampleBounds:
+        """Per pool, the bound the WARCs before ``ordinal`` set."""
+        out = {}
+        for pool, steps in self.steps.items():
+            at = bisect.bisect_left(steps, (ordinal,))
+            if at:
+                out[pool] = steps[at - 1][1]
+        return out
+
+
+def tighter(a: SampleBounds, b: SampleBounds) -> SampleBounds:
+    """Per pool, the smaller of two bounds."""
+    return {pool: min(a.get(pool, NO_BOUND), b.get(pool, NO_BOUND)) for pool in a.keys() | b.keys()}
+
+
 def _label(sample: SampleDoc, decision: Decision | None) -> None:
     """A passed document's outcome: kept, or the duplicate it was found to be (with what it matched)."""
     code = int(decision.kind[sample.index]) if decision is not None else KEEP

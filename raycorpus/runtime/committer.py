@@ -25,8 +25,9 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.output.report_state import ReportState, versions
+from raycorpus.output.report_state import ArrivedBounds, ReportState, tighter, versions
 from raycorpus.process.dedup.output import DedupVerdict
+from raycorpus.process.profile import NO_BOUND
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
 from raycorpus.runtime.actors import DocumentWriter, PackerActor, RecordSource
@@ -66,6 +67,8 @@ class Committer:
         self.writers = WriterPool(cfg, token_meta) if needs_documents(cfg) else None
         self.dedup = DedupStage(cfg, ledger, state, priors) if cfg.dedup.enabled else None
         self.report = _report_state(cfg, ledger, state)  # None: output.report off
+        self.arrived = (ArrivedBounds(self.report.samples_passed, self.report.samples_per_reason)
+                        if self.report is not None else None)
         self.workers = 0  # the pool's size, as the driver last said (the report's timeline)
         self.position: Position = ray.get(self.packer.progress.remote())
         self.first = self.position  # where this run started
@@ -90,6 +93,13 @@ class Committer:
         return self.next_commit + (self.cfg.ray.reorder_buffer or 4 * max(1, workers))
 
     def add(self, item: Finished) -> None:
+        """A finished WARC into the reorder buffer; its report sample candidates that no report can take (see
+        :class:`ArrivedBounds`) are dropped now, so that a buffered WARC holds only a few."""
+        profile = item.summary.profile if item.summary is not None else None
+        if self.arrived is not None and profile is not None:
+            self.arrived.add(item.task.ordinal, profile.samples)
+            bounds = self.sample_bounds(item.task.ordinal)
+            profile.samples = [s for s in profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
         self.buffer[item.task.ordinal] = item
 
     def commit_ready(self) -> None:
@@ -141,9 +151,12 @@ class Committer:
         if self.report is not None and profile is not None:
             self.report.add(summary.ordinal, profile, verdict.decision if verdict is not None else None)
 
-    def sample_bounds(self) -> dict[str, int] | None:
-        """What the workers need not send for the report's sample (see :mod:`raycorpus.process.profile`)."""
-        return self.report.bounds() if self.report is not None else None
+    def sample_bounds(self, ordinal: int) -> dict[str, int] | None:
+        """What WARC ``ordinal``'s worker need not send for the report's sample (see :mod:`raycorpus.process.profile`):
+        the committed pools' bounds, and those of the WARCs before it that arrived."""
+        if self.report is None:
+            return None
+        return tighter(self.report.bounds(), self.arrived.before(ordinal))
 
     def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict, RecordSource | None]:
         """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""

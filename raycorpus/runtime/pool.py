@@ -214,10 +214,10 @@ class Dispatcher:
     """Feeds the pool from the manifest and hands back WARCs as they finish (in completion order)."""
 
     def __init__(self, cfg: Config, pool: WorkerPool, tasks: Iterator[Task], metrics: Metrics,
-                 need_docs: bool = True, bounds: Callable[[], SampleBounds | None] | None = None,
+                 need_docs: bool = True, bounds: Callable[[int], SampleBounds | None] | None = None,
                  retried: Callable[[str], None] | None = None):
         """``need_docs``: the documents' text is written by the commit path (documents/, parquet, the dedup
-        audit), so it is pulled with the tokens; else it stays where it was made. ``bounds``: the report's
+        audit), so it is pulled with the tokens; else it stays where it was made. ``bounds(ordinal)``: the report's
         sample bounds, sent with each WARC; ``retried(error)``: told of every attempt that failed and is retried."""
         self.cfg, self.pool, self.tasks, self.metrics = cfg, pool, tasks, metrics
         self.need_docs = need_docs
@@ -280,7 +280,7 @@ class Dispatcher:
             actor = self.pool.pick()
             task.attempts += 1
             task.started, task.timed_out = time.monotonic(), False
-            bounds = self.bounds() if self.bounds is not None else None
+            bounds = self.bounds(task.ordinal) if self.bounds is not None else None
             args: list = [task.ordinal, task.url]
             if task.part is not None or bounds is not None:
                 args.append(task.part)

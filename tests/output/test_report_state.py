@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
 import pytest
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.report_state import DEDUP, KEPT, ReportState, TopCounts
+from raycorpus.output.report_state import DEDUP, KEPT, ArrivedBounds, ReportState, TopCounts
 from raycorpus.process.dedup.index import KEEP, Deduplicator, Layout, LocalShards
 from raycorpus.process.pipeline import WarcProcessor
-from raycorpus.process.profile import PASSED, SampleDoc
+from raycorpus.process.profile import NO_BOUND, PASSED, SampleDoc
 from raycorpus.process.tokenize import TokenEncoder, load_tokenizer
 from tests.support.corpus import make_config
 
@@ -89,6 +90,42 @@ def test_the_sample_does_not_depend_on_the_bounds_sent(results):
         sent += len(profile.samples)
         state.add(r.ordinal, profile, decision)
     assert sent < sent_free
+
+
+def test_bounds_from_warcs_not_committed_yet_change_no_report(results):
+    """A run's first window is sent before any commit: each WARC that arrives, in any order, drops the candidates
+    that the WARCs before it that arrived already bound, and the sample of every committed prefix is unchanged."""
+    _, _, rs = results
+    for seed in range(3):
+        arrived, kept = ArrivedBounds(12, 3), {}
+        for i in np.random.default_rng(seed).permutation(len(rs)):
+            r = rs[i][0]
+            arrived.add(r.ordinal, r.profile.samples)
+            bounds = arrived.before(r.ordinal)
+            kept[r.ordinal] = [s for s in r.profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
+        assert sum(map(len, kept.values())) < sum(len(r.profile.samples) for r, _ in rs)
+        for end in range(1, len(rs) + 1):
+            free, cut = ReportState(12, 3), ReportState(12, 3)
+            for r, decision in rs[:end]:
+                free.add(r.ordinal, copy.deepcopy(r.profile), decision)
+                trimmed = copy.deepcopy(r.profile)
+                trimmed.samples = copy.deepcopy(kept[r.ordinal])
+                cut.add(r.ordinal, trimmed, decision)
+            assert cut.to_json() == free.to_json()
+
+
+def test_the_bound_of_a_warc_is_the_tightest_of_those_before_it():
+    def docs(pool: str, keys: list[int]) -> list[SampleDoc]:
+        return [SampleDoc(k, pool, 0, -1, "", "", "", 0, "") for k in keys]
+
+    a = ArrivedBounds(2, 1)
+    a.add(5, docs(PASSED, [50, 10, 70]) + docs("c4:x", [9]))  # passed: its 2nd smallest, 50
+    a.add(9, docs(PASSED, [20]))  # fewer than the pool's size: no bound
+    a.add(7, docs(PASSED, [30, 40]))  # tighter, and earlier than later WARCs
+    a.add(2, docs(PASSED, [60, 61]))  # looser than 5's, but the only one before 5
+    assert a.before(2) == {} and a.before(3) == {PASSED: 61}
+    assert a.before(6) == {PASSED: 50, "c4:x": 9} and a.before(8) == a.before(100) == {PASSED: 40, "c4:x": 9}
+    assert a.steps[PASSED] == [(2, 61), (5, 50), (7, 40)]
 
 
 def test_state_round_trips_through_its_file(results, tmp_path):

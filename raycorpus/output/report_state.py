@@ -272,42 +272,42 @@ class ArrivedBounds:
     """Sample bounds from WARCs that arrived but are not committed yet: the WARCs of a run's first window are
     sent before any commit, so the committed pools bound nothing and each would carry its worker's whole
     candidates (~1.6 MB on a CC-sized WARC) until its turn. Every committed prefix that holds WARC k holds every
-    WARC before it, so once an earlier WARC sent a pool's size of candidates, the largest of them bounds what
-    WARC k can add to that pool, in every report of the build. Per pool a staircase of (ordinal, bound), the
-    bounds falling as the ordinals rise: WARC k's bound is that of the last step before k."""
+    WARC before it, so the pool's size-th smallest candidate of the WARCs before k that arrived bounds what k
+    can add to that pool, in every report of the build. Per pool, the arrived candidates' keys (sorted) and
+    WARCs; those of committed WARCs are forgotten (the report's own pools hold them)."""
 
     def __init__(self, samples_passed: int, samples_per_reason: int):
         self.sizes = (samples_passed, samples_per_reason)
-        self.steps: dict[str, list[tuple[int, int]]] = {}
+        self.keys: dict[str, np.ndarray] = {}  # per pool, uint64 keys, ascending
+        self.ordinals: dict[str, np.ndarray] = {}  # the WARC of each
 
     def add(self, ordinal: int, candidates: list[SampleDoc]) -> None:
-        """WARC ``ordinal``'s candidates, as its worker sent them."""
+        """WARC ``ordinal``'s candidates, as kept."""
         keys: dict[str, list[int]] = {}
         for s in candidates:
             keys.setdefault(s.pool, []).append(s.key)
-        for pool, pool_keys in keys.items():
-            size = self.sizes[0] if pool == PASSED else self.sizes[1]
-            if size and len(pool_keys) >= size:
-                self._step(pool, ordinal, sorted(pool_keys)[size - 1])
-
-    def _step(self, pool: str, ordinal: int, bound: int) -> None:
-        steps = self.steps.setdefault(pool, [])
-        at = bisect.bisect_left(steps, (ordinal,))  # the first step at or after this WARC
-        if at and steps[at - 1][1] <= bound:  # an earlier WARC bounds as tightly
-            return
-        end = at
-        while end < len(steps) and steps[end][1] >= bound:  # later steps this one bounds as tightly
-            end += 1
-        steps[at:end] = [(ordinal, bound)]
+        for pool, new in keys.items():
+            k = np.concatenate([self.keys.get(pool, np.zeros(0, np.uint64)), np.array(new, np.uint64)])
+            o = np.concatenate([self.ordinals.get(pool, np.zeros(0, np.int64)), np.full(len(new), ordinal, np.int64)])
+            order = np.argsort(k, kind="stable")
+            self.keys[pool], self.ordinals[pool] = k[order], o[order]
 
     def before(self, ordinal: int) -> SampleBounds:
-        """Per pool, the bound the WARCs before ``ordinal`` set."""
+        """Per pool, the bound the arrived WARCs before ``ordinal`` set."""
         out = {}
-        for pool, steps in self.steps.items():
-            at = bisect.bisect_left(steps, (ordinal,))
-            if at:
-                out[pool] = steps[at - 1][1]
+        for pool, keys in self.keys.items():
+            size = self.sizes[0] if pool == PASSED else self.sizes[1]
+            below = np.flatnonzero(self.ordinals[pool] < ordinal)
+            if size and below.size >= size:
+                out[pool] = int(keys[below[size - 1]])
         return out
+
+    def forget_below(self, ordinal: int) -> None:
+        """The WARCs before ``ordinal`` are committed."""
+        for pool, ordinals in self.ordinals.items():
+            if ordinals.size and ordinals.min() < ordinal:
+                keep = ordinals >= ordinal
+                self.keys[pool], self.ordinals[pool] = self.keys[pool][keep], ordinals[keep]
 
 
 def tighter(a: SampleBounds, b: SampleBounds) -> SampleBounds:

@@ -97,9 +97,10 @@ class Committer:
         :class:`ArrivedBounds`) are dropped now, so that a buffered WARC holds only a few."""
         profile = item.summary.profile if item.summary is not None else None
         if self.arrived is not None and profile is not None:
-            self.arrived.add(item.task.ordinal, profile.samples)
+            self.arrived.forget_below(self.next_commit)
             bounds = self.sample_bounds(item.task.ordinal)
             profile.samples = [s for s in profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
+            self.arrived.add(item.task.ordinal, profile.samples)
         self.buffer[item.task.ordinal] = item
 
     def commit_ready(self) -> None:

@@ -100,9 +100,9 @@ def test_bounds_from_warcs_not_committed_yet_change_no_report(results):
         arrived, kept = ArrivedBounds(12, 3), {}
         for i in np.random.default_rng(seed).permutation(len(rs)):
             r = rs[i][0]
-            arrived.add(r.ordinal, r.profile.samples)
             bounds = arrived.before(r.ordinal)
             kept[r.ordinal] = [s for s in r.profile.samples if s.key <= bounds.get(s.pool, NO_BOUND)]
+            arrived.add(r.ordinal, kept[r.ordinal])
         assert sum(map(len, kept.values())) < sum(len(r.profile.samples) for r, _ in rs)
         for end in range(1, len(rs) + 1):
             free, cut = ReportState(12, 3), ReportState(12, 3)
@@ -114,18 +114,21 @@ def test_bounds_from_warcs_not_committed_yet_change_no_report(results):
             assert cut.to_json() == free.to_json()
 
 
-def test_the_bound_of_a_warc_is_the_tightest_of_those_before_it():
+def test_the_bound_of_a_warc_comes_from_the_arrived_candidates_before_it():
     def docs(pool: str, keys: list[int]) -> list[SampleDoc]:
         return [SampleDoc(k, pool, 0, -1, "", "", "", 0, "") for k in keys]
 
     a = ArrivedBounds(2, 1)
-    a.add(5, docs(PASSED, [50, 10, 70]) + docs("c4:x", [9]))  # passed: its 2nd smallest, 50
-    a.add(9, docs(PASSED, [20]))  # fewer than the pool's size: no bound
-    a.add(7, docs(PASSED, [30, 40]))  # tighter, and earlier than later WARCs
-    a.add(2, docs(PASSED, [60, 61]))  # looser than 5's, but the only one before 5
+    a.add(5, docs(PASSED, [50, 10, 70]) + docs("c4:x", [9]))
+    a.add(9, docs(PASSED, [20]))
+    a.add(7, docs(PASSED, [30, 40]))
+    a.add(2, docs(PASSED, [60, 61]))
+    # the pool's size-th smallest of every candidate sent by the WARCs before: a bound in every prefix holding them
     assert a.before(2) == {} and a.before(3) == {PASSED: 61}
-    assert a.before(6) == {PASSED: 50, "c4:x": 9} and a.before(8) == a.before(100) == {PASSED: 40, "c4:x": 9}
-    assert a.steps[PASSED] == [(2, 61), (5, 50), (7, 40)]
+    assert a.before(6) == {PASSED: 50, "c4:x": 9} and a.before(8) == {PASSED: 30, "c4:x": 9}
+    assert a.before(100) == {PASSED: 20, "c4:x": 9}
+    a.forget_below(6)  # committed: the report's own pools bound them
+    assert a.before(100) == {PASSED: 30} and a.before(8) == {PASSED: 40} and a.before(7) == {}
 
 
 def test_state_round_trips_through_its_file(results, tmp_path):

@@ -78,7 +78,7 @@ class ReferenceDeduplicator(Deduplicator):
                     kind[i], dup_of[i], jac[i], verified[i] = self._near_match(stored[i], cands)
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, stored)
+        n_kept = self._insert(ordinal, index, dups, stored)
         kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)

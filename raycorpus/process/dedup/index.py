@@ -493,7 +493,7 @@ class Deduplicator:
         kind = draft.kind
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, gids, warc.stored)
+        n_kept = self._insert(ordinal, index, dups, warc.stored)
         kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         rows = RecordRows(index, dups if lay.index_dups else None)
         if not encode:  # whoever writes the record builds it from the keys and ``rows``
@@ -623,8 +623,7 @@ class Deduplicator:
             sigs = split.join([some[:0] if sg is None else sg for _, sg in answers], some.dtype)
         return KnownDocuments(want, gids, sigs)
 
-    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, gids: np.ndarray,
-                stored: np.ndarray | None) -> int:
+    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None) -> int:
         """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were just
         asked about; return how many. The indexed near duplicates (``dups``, over the indexed ones) insert no
         content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),

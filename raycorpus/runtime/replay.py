@@ -231,9 +231,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     wide, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
                               replay_workers, per_part, shards * SHARDS_WIDE)
     small, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 4, dup_rate), repeats, ms,
-                               replay_workers, per_part)
+                               replay_workers, per_part, shards)
     half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
-                              replay_workers, per_part)
+                              replay_workers, per_part, shards)
     model = head_model(med, small)
     model["shards"] = shards
     model["ms_per_warc_per_shard"] = round((wide["head_cpu_ms_per_warc"] - med["head_cpu_ms_per_warc"])

@@ -186,10 +186,10 @@ class LshShardActor(Measured):
         documents the whole index held then (``docnos``: the next docno)."""
         return {"docnos": self.docnos, **self.read}
 
-    def query(self, asked: Asked, insert: tuple[int, Taken] | None = None):
-        """The hits of a WARC's keys, after the previous WARC's ``insert`` (``(ordinal, Taken)``) if any."""
+    def query(self, round_: list[Asked], insert: list[tuple[int, Taken]] | None = None):
+        """The hits of a round's keys (:meth:`LshShard.query`), after the earlier WARCs' ``insert`` if any."""
         self._take(insert)
-        return self.shard.query(asked)
+        return self.shard.query(round_)
 
     def documents(self, docnos: np.ndarray):
         return self.shard.documents(docnos)
@@ -198,20 +198,19 @@ class LshShardActor(Measured):
         self.shard.insert(*request)
         self.log.add(ordinal, request)
 
-    def _take(self, insert: tuple[int, Taken] | None) -> None:
-        """Insert what the index took of the WARC last queried (``(ordinal, Taken)``; None: nothing pending)."""
-        if insert is not None:
-            ordinal, taken = insert
+    def _take(self, insert: list[tuple[int, Taken]] | None) -> None:
+        """Insert what the index took of WARCs queried before (``(ordinal, Taken)`` each, in manifest order)."""
+        for ordinal, taken in insert or ():
             self.insert(ordinal, *self.shard.take(taken, ordinal))
 
-    def flush(self, upto: int, docnos: int, insert: tuple[int, Taken] | None = None) -> ShardFiles:
-        self._take(insert)  # the last WARC's, not sent yet
+    def flush(self, upto: int, docnos: int, insert: list[tuple[int, Taken]] | None = None) -> ShardFiles:
+        self._take(insert)  # the WARCs below ``upto`` not sent yet
         return self.log.flush(upto, docnos)
 
     def confirm(self, upto: int) -> None:
         self.log.confirm(upto)
 
-    def compact(self, upto: int, docnos: int, insert: tuple[int, Taken] | None = None) -> ShardFiles:
+    def compact(self, upto: int, docnos: int, insert: list[tuple[int, Taken]] | None = None) -> ShardFiles:
         """The end of the build: the slice as one file (see :meth:`ShardLog.compact`), after the last WARC's
         ``insert`` if it was not sent yet."""
         self._take(insert)

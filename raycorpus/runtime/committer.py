@@ -39,6 +39,7 @@ from raycorpus.runtime.pool import ACTOR_LOST, Finished, RunAborted, Task, error
 
 MAX_RECOVERIES_AT_ONE_WARC = 3  # packer / tokenizer losses before the same WARC; then the run fails
 MAX_DEDUP_RETRIES = 3
+MAX_ROUND = 16  # WARCs decided with one query per LSH shard: those ready in order, up to this many
 INTERRUPT_CHECKPOINT_SECONDS = 60.0  # longest a Ctrl-C / SIGTERM waits for its best-effort checkpoint
 
 log = logging.getLogger("raycorpus")
@@ -75,6 +76,7 @@ class Committer:
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
         self.indexed = state.totals[ck.DEDUP_INDEXED]  # documents in the LSH index
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
+        self.decided: dict[int, tuple] = {}  # (summary, verdict, record) of buffered WARCs decided in a round
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
         self.sent: deque[Sent] = deque()  # the resend log
         self.recoveries = {"packer": 0, "writer": 0}
@@ -106,18 +108,20 @@ class Committer:
     def commit_ready(self) -> None:
         """Send every WARC whose turn has come, then collect the packer calls that are done."""
         while self.next_commit in self.buffer:
-            item = self.buffer.pop(self.next_commit)
+            item = self.buffer[self.next_commit]
+            if item.summary is not None and self.dedup is not None and self.next_commit not in self.decided:
+                self._decide_round()
+                if self.next_commit not in self.decided:  # its node died before its results reached this node
+                    log.warning("WARC #%d: its results were lost with their node; processing it again",
+                                item.task.ordinal)
+                    self.lost.append(self.buffer.pop(self.next_commit).task)
+                    break
+            del self.buffer[self.next_commit]
             if item.summary is None:
                 self.sent.append(Sent(item.task, None))
             else:
-                try:
-                    summary, verdict, record = self._decide(item) if self.dedup is not None else (
-                        item.summary, None, None)
-                except ObjectLostError:  # its node died before the results reached the driver's node
-                    log.warning("WARC #%d: its results were lost with their node; processing it again",
-                                item.task.ordinal)
-                    self.lost.append(item.task)
-                    break
+                summary, verdict, record = self.decided.pop(self.next_commit) if self.dedup is not None else (
+                    item.summary, None, None)
                 self.metrics.warc_committed(summary)
                 self._add_to_report(summary, verdict)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
@@ -159,24 +163,36 @@ class Committer:
             return None
         return tighter(self.report.bounds(), self.arrived.before(ordinal))
 
-    def _decide(self, item: Finished) -> tuple[WarcSummary, DedupVerdict, RecordSource | None]:
-        """Take the WARC's dedup decision (in manifest order, once) and count it into its summary."""
-        payload = ray.get(item.dedup)
+    def _decide_round(self) -> None:
+        """Take the dedup decisions (in manifest order, once) of the WARCs ready in order from the next commit on,
+        up to ``MAX_ROUND``, with one query per LSH shard for all of them, and count each into its summary. A WARC
+        whose results were lost ends the round before it (it stays undecided)."""
+        items, ordinal = [], self.next_commit
+        while ordinal in self.buffer and len(items) < MAX_ROUND:
+            if self.buffer[ordinal].summary is not None:
+                items.append(self.buffer[ordinal])
+            ordinal += 1
+        payloads = _payloads(items)
+        items = items[: len(payloads)]
+        if not items:
+            return
         for _ in range(MAX_DEDUP_RETRIES):
             try:
-                decision = self.dedup.decide(item.task.ordinal, payload)
+                decisions = self.dedup.decide([(i.task.ordinal, p) for i, p in zip(items, payloads, strict=True)])
                 break
             except ACTOR_LOST:  # replace lost shards from the last checkpoint, which must hold every earlier WARC
                 self._packer_call("checkpoint")
                 self.dedup.replace_lost(_is_alive)
         else:
             raise RunAborted("LSH shard actors keep dying; the ledger is consistent, rerun to resume")
-        summary = item.summary
-        decision.count_into(summary.counts, self.tag)
-        verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
-        if not decision.indexed:
-            return summary, verdict, None
-        return summary, verdict, RecordSource(decision.rows, None if payload.keys is not None else [item.dedup])
+        for item, payload, decision in zip(items, payloads, decisions, strict=True):
+            summary = item.summary
+            decision.count_into(summary.counts, self.tag)
+            verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
+            record = None
+            if decision.indexed:
+                record = RecordSource(decision.rows, None if payload.keys is not None else [item.dedup])
+            self.decided[item.task.ordinal] = (summary, verdict, record)
 
     def _send(self, item: Sent) -> None:
         task = item.task
@@ -329,6 +345,20 @@ def _position(ref: ray.ObjectRef) -> Position:
         if isinstance(getattr(e, "cause", None), ShardWritersLost):
             raise RunAborted(f"{e.cause}; the ledger is consistent, rerun to resume") from None
         raise
+
+
+def _payloads(items: list[Finished]) -> list:
+    """The items' dedup payloads, up to the first whose object was lost with its node."""
+    try:
+        return ray.get([i.dedup for i in items])
+    except ObjectLostError:
+        out = []
+        for item in items:
+            try:
+                out.append(ray.get(item.dedup))
+            except ObjectLostError:
+                break
+        return out
 
 
 def _is_ready(ref: ray.ObjectRef) -> bool:

@@ -19,7 +19,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger, LedgerState
-from raycorpus.process.dedup.index import Decision, Deduplicator, Layout
+from raycorpus.process.dedup.index import Decision, Deduplicator, Layout, WarcRows
 from raycorpus.process.dedup.prior import PriorIndex
 from raycorpus.process.dedup.shardlog import ShardFiles
 from raycorpus.process.results import DedupPayload
@@ -38,17 +38,24 @@ PLACEMENT_REPORT_EVERY = 60.0  # and again while it waits
 
 class RayShards:
     """:class:`raycorpus.process.dedup.index.ShardSet` over actors. Calls from this one caller run in
-    submission order on each actor. A WARC's inserts go with the next call each shard gets (the next WARC's
-    query, or a flush), which applies them first: one call per shard and WARC fewer."""
+    submission order on each actor. A decided WARC's inserts go with the next call each shard gets (the next
+    round's query, or a flush), which applies them first: one call per shard and WARC fewer."""
 
     def __init__(self, actors: list):
         self.actors = actors
-        self.pending: list[tuple] | None = None  # the last WARC's inserts, (ordinal, Taken) per shard
+        self.pending: list[list[tuple]] = [[] for _ in actors]  # per shard, (ordinal, Taken) not sent yet
 
-    def take_pending(self) -> list[tuple | None]:
-        """Each shard's insert request not sent yet (None: none)."""
-        pending, self.pending = self.pending, None
-        return pending or [None] * len(self.actors)
+    def take_pending(self, upto: int | None = None) -> list[list[tuple] | None]:
+        """Each shard's insert requests not sent yet, of the WARCs below ``upto`` (None: all); None: none."""
+        out = []
+        for s, pending in enumerate(self.pending):
+            send = [p for p in pending if upto is None or p[0] < upto]
+            self.pending[s] = pending[len(send):]  # (in manifest order)
+            out.append(send or None)
+        return out
+
+    def forget_pending(self) -> None:
+        self.pending = [[] for _ in self.actors]
 
     def query(self, requests):
         inserts = self.take_pending()
@@ -58,7 +65,8 @@ class RayShards:
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
 
     def take(self, requests, ordinal):
-        self.pending = [(ordinal, r) for r in requests]
+        for pending, r in zip(self.pending, requests, strict=True):
+            pending.append((ordinal, r))
 
 
 def default_shards(cfg: Config) -> int:
@@ -165,6 +173,7 @@ class DedupStage:
         self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards,
                                   self.prior_docs + state.totals[ck.DEDUP_INDEXED])
         self.restarts = 0
+        self.starts: list[tuple[int, int]] = []  # the last round's WARCs: (ordinal, first docno)
 
     def _start_all(self, state: LedgerState, indexes) -> list:
         """Start shards from the state's files plus the records of the WARCs committed after them."""
@@ -238,7 +247,7 @@ class DedupStage:
         if lost:
             for i, actor in zip(lost, self._restart(lost), strict=True):
                 self.actors[i] = actor
-            self.shards.pending = None  # a new shard read them from the records; the others took theirs
+            self.shards.forget_pending()  # a new shard read them from the records; the others took theirs
             self.restarts += len(lost)
             log.warning("LSH shard(s) %s lost: restarted from their files and the WARCs committed since", lost)
         return len(lost)
@@ -256,17 +265,27 @@ class DedupStage:
                                      f"({e.__class__.__name__}); the ledger is consistent, rerun to resume") from None
                 time.sleep(2.0)
 
-    def decide(self, ordinal: int, payload: DedupPayload) -> Decision:
-        """The WARC's decision (its ``rows`` say what its record holds: the packer builds and writes it from the
-        payload); in tag mode only the documents filter mode would keep take part."""
-        eligible = payload.eligible
-        decision, _ = self.dedup.decide(ordinal, *payload.rows(eligible), keys=payload.keys, encode=False)
-        return decision if eligible is None else decision.expand(eligible)
+    def decide(self, round_: list[tuple[int, DedupPayload]]) -> list[Decision]:
+        """The decisions of a round of WARCs (``(ordinal, payload)``, consecutive in manifest order but for failed
+        ones), one query per shard for all of them (their ``rows`` say what each record holds: the packer builds
+        and writes it from the payload); in tag mode only the documents filter mode would keep take part."""
+        warcs = []
+        for ordinal, payload in round_:
+            hashes, sigs, urls = payload.rows(payload.eligible)
+            warcs.append(WarcRows(ordinal, hashes, sigs, urls, payload.keys))
+        first = self.dedup.next_docno
+        decisions = self.dedup.decide_round(warcs)
+        self.starts = [(o, first + sum(d.indexed for d in decisions[:i])) for i, (o, _) in enumerate(round_)]
+        return [d if p.eligible is None else d.expand(p.eligible) for d, (_, p) in zip(decisions, round_, strict=True)]
+
+    def _docnos_below(self, upto: int) -> int:
+        """The documents indexed by the WARCs below ``upto`` (the last round may reach beyond it)."""
+        return next((docno for o, docno in self.starts if o >= upto), self.dedup.next_docno)
 
     def flush(self, upto: int) -> list[ray.ObjectRef]:
         """Have every shard write what it took below ``upto`` (called once every WARC below it is decided)."""
-        inserts = self.shards.take_pending()
-        docnos = self.dedup.next_docno
+        inserts = self.shards.take_pending(upto)
+        docnos = self._docnos_below(upto)
         return [a.flush.remote(upto, docnos, insert=i) for a, i in zip(self.actors, inserts, strict=True)]
 
     def confirm(self, upto: int) -> None:
@@ -293,7 +312,7 @@ class DedupStage:
     def compact(self, upto: int) -> None:
         """The end of the build (every WARC below ``upto`` decided): each shard writes its slice as one file, which
         the final checkpoint names. A shard lost by now keeps the files the last checkpoint named for it."""
-        inserts = self.shards.take_pending()  # the last WARC's, not sent yet
+        inserts = self.shards.take_pending()  # the last WARCs', not sent yet
         refs = [a.compact.remote(upto, self.dedup.next_docno, insert=i) for a, i in zip(self.actors, inserts,
                                                                                          strict=True)]
         for i, ref in enumerate(refs):

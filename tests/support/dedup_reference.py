@@ -50,7 +50,7 @@ class ReferenceDeduplicator(Deduplicator):
         ek, uk = lay.exact_keys(hashes, urls)
         keys = lay.keys(sigs) if near else np.empty((n, 0), np.uint64)
         stored = lay.stored(sigs) if near else None
-        prior_exact, prior_url, prior_band = self._query(ek, uk, keys)
+        prior_exact, prior_url, prior_band = self._query(ordinal, ek, uk, keys)
         has_prior = (prior_exact != NO_MATCH) | (prior_url != NO_MATCH)
         if near:
             has_prior |= (prior_band != NO_MATCH).any(axis=1)
@@ -78,7 +78,7 @@ class ReferenceDeduplicator(Deduplicator):
                     kind[i], dup_of[i], jac[i], verified[i] = self._near_match(stored[i], cands)
         index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
         dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, stored)
+        n_kept, _ = self._insert(ordinal, index, dups, stored)
         kind[(kind != KEEP) & is_prior(dup_of)] += PRIOR  # the match is an earlier output's (after the index)
         record = IndexRecord(gids[index], hashes[index], sigs[index] if near else None,
                              None if urls is None else urls[index], dups if lay.index_dups else None)
@@ -88,7 +88,7 @@ class ReferenceDeduplicator(Deduplicator):
         """A document of this kind is in the index (a near candidate for the later ones)."""
         return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
-    def _query(self, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _query(self, ordinal: int, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
         (content and URL keys are both looked up in the exact table)."""
         lay, n_sh, n = self.layout, self.layout.n_shards, keys.shape[0]
@@ -97,8 +97,8 @@ class ReferenceDeduplicator(Deduplicator):
         e_route, b_route = lay.route(exact), lay.route(flat)
         e_idx = [np.flatnonzero(e_route == s) for s in range(n_sh)]
         b_idx = [np.flatnonzero(b_route == s) for s in range(n_sh)]
-        asked = [Asked(exact[e], flat[b], e, b, ek.size) for e, b in zip(e_idx, b_idx, strict=True)]
-        answers = self.shards.query(asked)
+        asked = [[Asked(ordinal, exact[e], flat[b], e, b, ek.size)] for e, b in zip(e_idx, b_idx, strict=True)]
+        answers = [a.hits[0] for a in self.shards.query(asked)]
         prior = np.full(exact.size, NO_MATCH, np.uint64)
         prior_band = np.full(flat.size, NO_MATCH, np.uint64)
         for (ea, ba), e, b in zip(answers, e_idx, b_idx, strict=True):

@@ -3,6 +3,7 @@ that share a key with earlier documents of the same WARC. Ray-free."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,10 +56,11 @@ NOT_TAKEN = np.uint32(2**32 - 1)  # a document the index did not take (docnos ar
 
 @dataclass(frozen=True)
 class Asked:
-    """One shard's part of a WARC's keys, and where each came from: a shard keeps the last it was asked, so that
-    once the WARC is decided it inserts the taken documents' keys from it (:class:`Taken`) and the keys cross
-    from the head to the shard once."""
+    """One shard's part of a WARC's keys, and where each came from: a shard keeps them until the WARC is decided,
+    then inserts the taken documents' keys from them (:class:`Taken`), so the keys cross from the head to the
+    shard once."""
 
+    ordinal: int  # the WARC's
     exact: np.ndarray  # uint64: content keys, then URL keys
     bands: np.ndarray  # uint64
     exact_pos: np.ndarray | None  # each one's position among the WARC's content keys, then URL keys (None: all)
@@ -112,6 +114,66 @@ class Hits:
         out = np.full(size, NO_MATCH, np.uint64)
         out[self.pos] = self.docnos
         return out
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """The keys of a round (several WARCs asked in one call) that the index does not hold and that occur in more
+    than one of its WARCs: each occurrence's WARC (its place in the round), its position among that WARC's keys
+    (as :class:`Asked` counts them) and its key's group, ordered by group, then WARC, then position. An earlier
+    WARC of the round inserts such a key before a later one looks it up: the head plays that part
+    (:class:`raycorpus.process.dedup.rounds.RoundOverlay`)."""
+
+    warc: np.ndarray  # uint16
+    pos: np.ndarray  # uint32
+    group: np.ndarray  # int64
+
+    @classmethod
+    def none(cls) -> Repeats:
+        return cls(np.zeros(0, np.uint16), np.zeros(0, np.uint32), np.zeros(0, np.int64))
+
+    @property
+    def groups(self) -> int:
+        return int(self.group[-1]) + 1 if self.group.size else 0
+
+    @classmethod
+    def of(cls, keys: np.ndarray, warc: np.ndarray, pos: np.ndarray) -> Repeats:
+        """From keys in (WARC, position) order, each with its WARC and position."""
+        if keys.size < 2 or warc[0] == warc[-1]:
+            return cls.none()
+        order = np.argsort(keys, kind="stable")  # by key, then (WARC, position)
+        sk, sw = keys[order], warc[order]
+        new = np.r_[True, sk[1:] != sk[:-1]]
+        starts = np.flatnonzero(new)
+        ends = np.r_[starts[1:], sk.size] - 1
+        spans = sw[starts] != sw[ends]  # the group's first and last occurrences are in different WARCs
+        if not spans.any():
+            return cls.none()
+        sizes = (ends - starts + 1)[spans]
+        at = np.repeat(starts[spans], sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        chosen = order[at]
+        return cls(warc[chosen].astype(np.uint16), pos[chosen].astype(np.uint32),
+                   np.repeat(np.arange(sizes.size, dtype=np.int64), sizes))
+
+    @classmethod
+    def join(cls, parts: Sequence[Repeats]) -> Repeats:
+        """Several shards' repeats as one (their groups numbered apart: a key lives in one shard)."""
+        parts = [p for p in parts if p.group.size]
+        if not parts:
+            return cls.none()
+        offsets = np.cumsum([0] + [p.groups for p in parts[:-1]])
+        return cls(np.concatenate([p.warc for p in parts]), np.concatenate([p.pos for p in parts]),
+                   np.concatenate([p.group + o for p, o in zip(parts, offsets, strict=True)]))
+
+
+@dataclass(frozen=True)
+class RoundHits:
+    """A shard's answer for a round: per WARC its :class:`Hits` (content and URL keys, band keys), and the keys
+    repeated across the round's WARCs (:class:`Repeats`), exact and band."""
+
+    hits: list[tuple[Hits, Hits]]
+    exact: Repeats
+    bands: Repeats
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ from raycorpus.process.dedup.arrays import (
     Asked,
     Hits,
     KnownDocuments,
+    Repeats,
+    RoundHits,
     ShardSplit,
     Taken,
     WarcKeys,
@@ -51,6 +53,7 @@ from raycorpus.process.dedup.arrays import (
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
 from raycorpus.process.dedup.prior import is_prior, local_gid
+from raycorpus.process.dedup.rounds import RoundOverlay
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.sketch import OPH_BITS, OphSketch, oph_sketch
 
@@ -225,19 +228,31 @@ class LshShard:
         self._gids = np.empty(0, np.uint64)
         self._sigs: np.ndarray | None = None
         self._n = 0  # owned documents
-        self._asked: Asked | None = None  # the keys of the last query (what :meth:`take` inserts from)
+        self._asked: dict[int, Asked] = {}  # the keys of the WARCs queried and not taken yet, by ordinal
 
-    def query(self, asked: Asked) -> tuple[Hits, Hits]:
-        """Which keys an earlier document has, and its docno; the keys are kept for the WARC's :meth:`take`."""
-        self._asked = asked
-        return Hits.of(self.exact.lookup(asked.exact)), Hits.of(self.bands.lookup(asked.bands))
+    def query(self, round_: Sequence[Asked]) -> RoundHits:
+        """Which keys an earlier document has, and its docno, for each WARC of a round (in manifest order); the
+        keys are kept for each WARC's :meth:`take`. A key the index lacks that several of the round's WARCs hold
+        is listed in the answer's repeats: the head inserts it for the later ones (the shard takes the earlier
+        WARC's documents only after the round is decided)."""
+        hits, e_rep, b_rep = [], [], []
+        for w, asked in enumerate(round_):
+            self._asked[asked.ordinal] = asked
+            exact, bands = self.exact.lookup(asked.exact), self.bands.lookup(asked.bands)
+            hits.append((Hits.of(exact), Hits.of(bands)))
+            if len(round_) > 1:
+                miss = (exact == NO_MATCH) & (asked.exact != NO_URL)  # (a document without a URL: never inserted)
+                e_rep.append((asked.exact[miss], w, _positions(asked.exact_pos, asked.exact.size)[miss]))
+                miss = bands == NO_MATCH
+                b_rep.append((asked.bands[miss], w, _positions(asked.band_pos, asked.bands.size)[miss]))
+        return RoundHits(hits, _repeats(e_rep), _repeats(b_rep))
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
-        """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, the last queried:
+        """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:
         its taken documents' keys among those this shard was asked about, and the documents it owns."""
-        a, self._asked = self._asked, None
+        a = self._asked.pop(ordinal, None)
         if a is None:
-            raise RuntimeError(f"LSH shard {self.index}: an insert without the query of its WARC")
+            raise RuntimeError(f"LSH shard {self.index}: an insert of WARC #{ordinal} without its query")
         index, keyed = taken.rows()
         docnos = taken.docnos(index)
         e_pos = np.arange(a.exact.size) if a.exact_pos is None else a.exact_pos
@@ -329,10 +344,23 @@ class LshShard:
         }
 
 
+def _positions(pos: np.ndarray | None, size: int) -> np.ndarray:
+    return np.arange(size, dtype=np.uint32) if pos is None else pos
+
+
+def _repeats(parts: list[tuple[np.ndarray, int, np.ndarray]]) -> Repeats:
+    """The :class:`Repeats` of a round's missed keys, given per WARC as (keys, WARC, positions)."""
+    if not parts:
+        return Repeats.none()
+    keys = np.concatenate([k for k, _, _ in parts])
+    warc = np.concatenate([np.full(k.size, w, np.uint16) for k, w, _ in parts])
+    return Repeats.of(keys, warc, np.concatenate([p for _, _, p in parts]))
+
+
 class ShardSet(Protocol):
     """N shards, called together: local objects in-process, actors in the runtime."""
 
-    def query(self, requests: Sequence[Asked]) -> list[tuple[Hits, Hits]]: ...
+    def query(self, requests: Sequence[Sequence[Asked]]) -> list[RoundHits]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
     def take(self, requests: Sequence[Taken], ordinal: int) -> None: ...
 
@@ -451,6 +479,42 @@ class _Warc:
     within: WithinWarc
 
 
+@dataclass(frozen=True)
+class WarcRows:
+    """One WARC's documents as a decision takes them: content hashes, signatures, URL keys, and (when its worker
+    computed them) the keys and their relations inside the WARC."""
+
+    ordinal: int
+    hashes: np.ndarray
+    sigs: np.ndarray | None
+    urls: np.ndarray | None = None
+    keys: WarcKeys | None = None
+
+    def prepared(self, layout: Layout) -> _Input:
+        hashes = np.asarray(self.hashes, np.uint64)
+        urls = np.asarray(self.urls, np.uint64) if layout.url and self.urls is not None else None
+        near = layout.near and self.sigs is not None
+        keys = self.keys or (layout.warc_keys(hashes, self.sigs, urls) if hashes.size else None)
+        return _Input(self.ordinal, hashes.size, keys, make_gids(self.ordinal, hashes.size),
+                      layout.stored(self.sigs) if near and hashes.size else None)
+
+
+@dataclass(frozen=True)
+class _Input:
+    ordinal: int
+    n: int
+    keys: WarcKeys | None
+    gids: np.ndarray
+    stored: np.ndarray | None  # signatures as verification keeps them (None: no near dedup)
+
+    def warc(self, exact: np.ndarray, band: np.ndarray) -> _Warc:
+        """The WARC as the decision sees it, from the index's answers for its flat exact and band keys."""
+        ek, uk = self.keys.exact, self.keys.url
+        none = np.full(self.n, NO_MATCH, np.uint64)
+        return _Warc(self.gids, self.stored, exact[: ek.size] if ek.size else none,
+                     exact[ek.size :] if uk.size else none, band.reshape(self.keys.bands.shape), self.keys.within)
+
+
 class Deduplicator:
     """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
 
@@ -474,31 +538,44 @@ class Deduplicator:
         ``keys``: the WARC's keys and those relations, when its worker computed them (else they are computed here).
         ``encode`` False: no record (whoever writes it builds it: ``decision.rows``, :meth:`RecordRows.record`)."""
         lay = self.layout
-        n = len(hashes)
-        gids = make_gids(ordinal, n)
-        hashes = np.asarray(hashes, np.uint64)
-        urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
-        draft = _Draft(n)
-        if n == 0:
-            rows = RecordRows(np.zeros(0, bool), np.zeros(0, bool) if lay.index_dups else None)
-            record = IndexRecord(gids, hashes, sigs, urls, rows.near)
-            return draft.decision(0, rows), (encode_record(record) if encode else None)
-        near = lay.near and sigs is not None
-        keys = keys or lay.warc_keys(hashes, sigs, urls)
-        ek, uk = keys.exact, keys.url
-        warc = _Warc(gids, lay.stored(sigs) if near else None, *self._query(ek, uk, keys.bands), keys.within)
-        known = self._prior_documents(warc)
-        self._decide_alone(draft, warc, known)
-        self._decide_in_order(draft, warc, known)
-        kind = draft.kind
-        index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
-        dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
-        n_kept = self._insert(ordinal, index, dups, warc.stored)
-        kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
-        rows = RecordRows(index, dups if lay.index_dups else None)
+        decision = self.decide_round([WarcRows(ordinal, hashes, sigs, urls, keys)])[0]
         if not encode:  # whoever writes the record builds it from the keys and ``rows``
-            return draft.decision(n_kept, rows), None
-        return draft.decision(n_kept, rows), encode_record(rows.record(ordinal, hashes, sigs, urls, lay))
+            return decision, None
+        urls = np.asarray(urls, np.uint64) if lay.url and urls is not None else None
+        if not len(hashes):
+            return decision, encode_record(IndexRecord(make_gids(ordinal, 0), np.asarray(hashes, np.uint64), sigs,
+                                                       urls, decision.rows.near))
+        return decision, encode_record(decision.rows.record(ordinal, hashes, sigs, urls, lay))
+
+    def decide_round(self, warcs: Sequence[WarcRows]) -> list[Decision]:
+        """Decide several WARCs (in manifest order) with one query and one document request per shard: each
+        decision is the one :meth:`decide` takes of the WARC alone, after the WARCs before it."""
+        lay = self.layout
+        inputs = [w.prepared(lay) for w in warcs]
+        live = [i for i in inputs if i.n]
+        priors, overlay, table = self._query_round(live)
+        out, w = [], 0
+        for inp in inputs:
+            draft = _Draft(inp.n)
+            if not inp.n:
+                out.append(draft.decision(0, RecordRows(np.zeros(0, bool), np.zeros(0, bool) if lay.index_dups
+                                                        else None)))
+                continue
+            exact, band = priors[w]
+            known = overlay.known(table, overlay.lookup(w, exact, band))
+            warc = inp.warc(exact, band)
+            self._decide_alone(draft, warc, known)
+            self._decide_in_order(draft, warc, known)
+            kind = draft.kind
+            index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
+            dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
+            first = self.next_docno
+            n_kept, keyed = self._insert(inp.ordinal, index, dups, warc.stored)
+            overlay.take(w, first, index, keyed, inp.keys.exact.size, warc.gids, warc.stored)
+            kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
+            out.append(draft.decision(n_kept, RecordRows(index, dups if lay.index_dups else None)))
+            w += 1
+        return out
 
     def _decide_alone(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
         """The documents that share no key with an earlier document of the WARC (or whose URL names an indexed
@@ -590,28 +667,34 @@ class Deduplicator:
         """A document of this kind is in the index (a near candidate for the later ones)."""
         return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
-    def _query(self, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
-        (content and URL keys are both looked up in the exact table)."""
-        lay, n = self.layout, keys.shape[0]
-        exact = np.concatenate([ek, uk])
-        flat = keys.ravel()
-        e_split, b_split = ShardSplit.of(lay.route(exact), lay.n_shards), ShardSplit.of(lay.route(flat), lay.n_shards)
-        e_parts, b_parts = e_split.parts(exact), b_split.parts(flat)
-        asked = [Asked(e, b, ep, bp, ek.size) for e, b, ep, bp in zip(e_parts, b_parts, e_split.positions(),
-                                                                     b_split.positions(), strict=True)]
-        answers = self.shards.query(asked)
-        prior = e_split.join([a.expand(k.size) for (a, _), k in zip(answers, e_parts, strict=True)])
-        prior_band = b_split.join([b.expand(k.size) for (_, b), k in zip(answers, b_parts, strict=True)])
-        none = np.full(n, NO_MATCH, np.uint64)
-        prior_exact = prior[: ek.size] if ek.size else none
-        prior_url = prior[ek.size :] if uk.size else none
-        return prior_exact, prior_url, prior_band.reshape(keys.shape)
+    def _query_round(self, inputs: list[_Input]) -> tuple[list[tuple[np.ndarray, np.ndarray]], RoundOverlay,
+                                                            KnownDocuments]:
+        """Ask every shard once about the round's keys: per WARC the indexed document (docno) each content and URL
+        key (flat, looked up in the exact table) and each band key (flat) already names, or NO_MATCH; the overlay
+        of the keys the round's WARCs share; the indexed documents those answers name."""
+        lay, n_sh = self.layout, self.layout.n_shards
+        asked: list[list[Asked]] = [[] for _ in range(n_sh)]
+        splits = []
+        for inp in inputs:
+            exact, flat = np.concatenate([inp.keys.exact, inp.keys.url]), inp.keys.bands.ravel()
+            e_split, b_split = ShardSplit.of(lay.route(exact), n_sh), ShardSplit.of(lay.route(flat), n_sh)
+            e_parts, b_parts = e_split.parts(exact), b_split.parts(flat)
+            for s, (e, b, ep, bp) in enumerate(zip(e_parts, b_parts, e_split.positions(), b_split.positions(),
+                                                   strict=True)):
+                asked[s].append(Asked(inp.ordinal, e, b, ep, bp, inp.keys.exact.size))
+            splits.append((e_split, b_split, [e.size for e in e_parts], [b.size for b in b_parts]))
+        answers = self.shards.query(asked) if inputs else []
+        priors = []
+        for w, (e_split, b_split, e_sizes, b_sizes) in enumerate(splits):
+            priors.append((e_split.join([a.hits[w][0].expand(k) for a, k in zip(answers, e_sizes, strict=True)]),
+                           b_split.join([a.hits[w][1].expand(k) for a, k in zip(answers, b_sizes, strict=True)])))
+        named = np.concatenate([np.zeros(0, np.uint64)] + [a for p in priors for a in p])
+        overlay = RoundOverlay(Repeats.join([a.exact for a in answers]), Repeats.join([a.bands for a in answers]),
+                               lay.bands if lay.near else 0)
+        return priors, overlay, self._prior_documents(np.unique(named[named != NO_MATCH]))
 
-    def _prior_documents(self, w: _Warc) -> KnownDocuments:
-        """The indexed documents named by the WARC's keys: their gids (for dup_of) and signatures (to verify)."""
-        named = np.concatenate([w.prior_exact, w.prior_url, w.prior_band.ravel()])
-        want = np.unique(named[named != NO_MATCH])
+    def _prior_documents(self, want: np.ndarray) -> KnownDocuments:
+        """The indexed documents ``want`` (sorted docnos): their gids (for dup_of) and signatures (to verify)."""
         if not want.size:
             return KnownDocuments(want, want, None)
         split = ShardSplit.of(self.layout.owner(want), self.layout.n_shards)
@@ -623,9 +706,10 @@ class Deduplicator:
             sigs = split.join([some[:0] if sg is None else sg for _, sg in answers], some.dtype)
         return KnownDocuments(want, gids, sigs)
 
-    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None) -> int:
-        """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were just
-        asked about; return how many. The indexed near duplicates (``dups``, over the indexed ones) insert no
+    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None
+                ) -> tuple[int, np.ndarray]:
+        """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were
+        asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed near duplicates (``dups``, over the indexed ones) insert no
         content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),
         None without near dedup."""
         lay = self.layout
@@ -640,4 +724,4 @@ class Deduplicator:
             own_sigs = ShardSplit.of(lay.owner(docnos), lay.n_shards).parts(stored[keep])
         self.shards.take([Taken.of(self.next_docno, keep, keyed, sg) for sg in own_sigs], ordinal)
         self.next_docno += n_kept
-        return n_kept
+        return n_kept, keyed

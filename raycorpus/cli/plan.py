@@ -123,6 +123,8 @@ class HeadPlan:
     replay_shards: int = 1  # ... and replayed
     ms_per_warc_per_shard: float | None = None  # the head's CPU per WARC and shard beyond the replay's (None: a
     # replay JSON from before it was measured: not counted)
+    warcs_per_round: float | None = None  # the rounds the head decides when it has fallen behind (None: as they come,
+    # or a replay JSON from before rounds)
 
 
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
@@ -256,8 +258,13 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
     model = replay["model"]
     reaching = pages_per_warc * reaching_per_page
     per_shard, replayed = model.get("ms_per_warc_per_shard"), model.get("shards") or replay.get("shards") or 1
-    cpu_s = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching / 1e6
-    cpu_s += (per_shard or 0.0) * max(0, shards - replayed) / 1000
+    base = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching / 1e6
+    cpu_s = base + (per_shard or 0.0) * max(0, shards - replayed) / 1000
+    behind, rounds = replay.get("behind"), None
+    if behind and workers * cpu_s / worker_s_per_warc > HEAD_CORES:  # WARCs wait: the head decides them in rounds
+        base *= behind["head_cpu_ms_per_warc"] / replay["median"]["head_cpu_ms_per_warc"]  # (as measured at 35 k pages)
+        per_shard, rounds = behind["ms_per_warc_per_shard"], behind["warcs_per_round"]
+        cpu_s = base + max(0.0, per_shard) * max(0, shards - replayed) / 1000
     per_core = worker_s_per_warc / cpu_s if cpu_s else math.inf
     cores = workers / per_core
     return HeadPlan(
@@ -269,7 +276,7 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
         workers_per_core=round(per_core) if cpu_s else 0,
         limit="head" if cores > HEAD_CORES else "workers",
         wall_hours_at_head_pace=round(warcs * cpu_s / HEAD_CORES / 3600, 2) if cores > HEAD_CORES else None,
-        shards=shards, replay_shards=replayed, ms_per_warc_per_shard=per_shard)
+        shards=shards, replay_shards=replayed, ms_per_warc_per_shard=per_shard, warcs_per_round=rounds)
 
 
 def _index_line(i: dict) -> str:
@@ -287,9 +294,11 @@ def _head_lines(h: HeadPlan, p: dict) -> list[str]:
     else:
         shards = (f" + {h.ms_per_warc_per_shard} ms per WARC for each of {max(0, h.shards - h.replay_shards)} LSH "
                   f"shards beyond the replay's {h.replay_shards}")
+    behind = (f"; behind, in rounds of {h.warcs_per_round:g} WARCs as the replay measured them (its base scaled "
+              "by the replay's rounds against its WARCs one by one)" if h.warcs_per_round else "")
     return [
         f"head          {h.ms_per_warc} ms per WARC + {h.us_per_doc} us per document reaching dedup{shards} (replay; "
-        f"model check ratio {h.model_check_ratio}) at {h.reaching_dedup_per_warc:,} of a WARC's "
+        f"model check ratio {h.model_check_ratio}){behind} at {h.reaching_dedup_per_warc:,} of a WARC's "
         f"{h.pages_per_warc:,} pages: {h.cpu_seconds_per_warc:.4f} CPU s per WARC",
         f"head limit    {p['workers']:,} workers need {h.cores:,.2f} head cores; one head core feeds at most "
         f"~{h.workers_per_core:,} workers: {pace}",

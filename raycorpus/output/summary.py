@@ -125,6 +125,9 @@ class DedupStats(_Part):
     """Memory of the shards' signature stores (absent as ``indexed_docs_in_shards``)."""
     bytes_per_doc: float | None
     """(table + signature bytes) / indexed documents; None with no document indexed."""
+    rounds: int | None = _measured()
+    """Rounds this run decided: WARCs ready in manifest order decided together, one query per shard each (the
+    WARCs processed / rounds tells how far behind the head ran)."""
     start_reads: list[ShardRead] = []
     """Per shard: what it read when it (last) started."""
 

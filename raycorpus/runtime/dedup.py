@@ -174,6 +174,7 @@ class DedupStage:
                                   self.prior_docs + state.totals[ck.DEDUP_INDEXED])
         self.restarts = 0
         self.starts: list[tuple[int, int]] = []  # the last round's WARCs: (ordinal, first docno)
+        self.rounds = 0  # rounds decided by this run
 
     def _start_all(self, state: LedgerState, indexes) -> list:
         """Start shards from the state's files plus the records of the WARCs committed after them."""
@@ -275,6 +276,7 @@ class DedupStage:
             warcs.append(WarcRows(ordinal, hashes, sigs, urls, payload.keys))
         first = self.dedup.next_docno
         decisions = self.dedup.decide_round(warcs)
+        self.rounds += 1
         self.starts = [(o, first + sum(d.indexed for d in decisions[:i])) for i, (o, _) in enumerate(round_)]
         return [d if p.eligible is None else d.expand(p.eligible) for d, (_, p) in zip(decisions, round_, strict=True)]
 

@@ -54,9 +54,12 @@ class RunInterrupted(Exception):
     """Ctrl-C / SIGTERM: the committed prefix is checkpointed; rerun to resume."""
 
 
-def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = None) -> None:
+def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = None,
+                       earlier: dict[str, str] | None = None) -> None:
     """Refuse to resume into an output built from another config, manifest or tokenizer. With the manifest's
-    ``lines``, a grown manifest (the original lines, then new ones) is accepted and recorded in run.json."""
+    ``lines``, a grown manifest (the original lines, then new ones) is accepted and recorded in run.json.
+    ``earlier``: the config's fingerprints under earlier defaults (:meth:`Config.earlier_defaults`), named when the
+    output's is one of them."""
     old = ledger.read_run()
     if old is None:
         ledger.write_run(run)
@@ -69,11 +72,13 @@ def check_run_identity(ledger: Ledger, run: dict, lines: ManifestLines | None = 
             raise LedgerError(f"output {ledger.out_url}: {against_changed(old.get(key), run.get(key))}")
         if old.get(key) != run.get(key):
             changed = dedup_changes(old, run) if key == "config_fingerprint" else []  # name what is known to differ
+            before = next((w for w, fp in (earlier or {}).items() if fp == old.get(key)), None)
             raise LedgerError(
                 f"output {ledger.out_url} was started with a different {key} "
                 f"({old.get(key)!r}, now {run.get(key)!r})"
                 + (f": its dedup settings differ ({'; '.join(changed)})" if changed else "")
-                + "; use a new output path or the original settings"
+                + (f": it was started under an earlier default; to finish it, add `{before}` to its config"
+                   if before and key == "config_fingerprint" else "; use a new output path or the original settings")
             )
     if "extract_rules" in old and old["extract_rules"] != run.get("extract_rules"):  # (outputs of before: unknown)
         raise LedgerError(f"output {ledger.out_url} was extracted with the extraction rules of revision "
@@ -125,7 +130,7 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
             **({"dedup_against": [p.identity() for p in priors]} if priors else {}),
             **({"extract_rules": RULES_REVISION} if work is None and cfg.input.format == "warc" else {}),
             "filter_rules": FILTER_RULES,
-        }, lines)
+        }, lines, cfg.earlier_defaults())
         if cfg.filters.mode == "tag":  # what `raycorpus select` compares its config with
             write_tag_config(storage, cfg.output.path, cfg)
         state = ledger.load()
@@ -165,6 +170,7 @@ class _Build:
     def __init__(self, cfg: Config, token_meta: dict, work: WorkSource, ledger: Ledger, lock: OutputLock,
                  state: LedgerState, priors: tuple = (), follower: Follower | None = None):
         self.cfg, self.total, self.ledger, self.lock = cfg, work.total, ledger, lock
+        self.hold = work.hold
         self.follower = follower
         self.t_init = time.monotonic()
         self.metrics = Metrics(cfg.output.path)
@@ -239,7 +245,8 @@ class _Build:
             if self.committer.writers is not None:
                 self.committer.writers.resize(self.pool.most)
             self.committer.workers = len(self.pool.ready)
-            self.committer.commit_ready()
+            if self._may_commit():
+                self.committer.commit_ready()
             while self.committer.lost:
                 self.dispatcher.redo(self.committer.lost.pop())
             if time.monotonic() - last_report > REPORT_SECONDS:
@@ -248,6 +255,15 @@ class _Build:
             else:
                 progress.update(self.committer.position, inflight=len(self.dispatcher.inflight),
                                 workers=len(self.pool.ready), buffered=len(self.committer.buffer))
+
+    def _may_commit(self) -> bool:
+        """Whether to commit now: always, but in a replay that holds commits until a round of ``hold`` WARCs is
+        ready (as they are for a head that has fallen behind; no more than the reorder buffer holds)."""
+        c = self.committer
+        if self.hold <= 1:
+            return True
+        need = min(self.hold, self.total - c.next_commit, c.window_end(len(self.pool.ready)) - c.next_commit)
+        return all(o in c.buffer for o in range(c.next_commit, c.next_commit + need))
 
     def _report(self, progress: Progress, force: bool = False) -> None:
         c, d = self.committer, self.dispatcher
@@ -339,6 +355,7 @@ def _dedup_stats(dedup, docs: int) -> DedupStats:
     return DedupStats(
         shards=len(shards),
         restarts=dedup.restarts,
+        rounds=dedup.rounds,
         indexed_docs=docs,  # with dedup.against, the earlier outputs' documents too (prior_docs of them)
         prior_docs=dedup.prior_docs or None,
         indexed_docs_in_shards=total("documents"),

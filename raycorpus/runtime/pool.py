@@ -82,6 +82,7 @@ class WorkSource:
     tasks: Callable[[int], Iterator[Task]]
     worker: type = WarcWorker
     worker_args: tuple = ()
+    hold: int = 1  # commit only once this many WARCs are ready in order (or the rest): the replay's saturated head
 
 
 @dataclass

@@ -38,6 +38,7 @@ from raycorpus.process.profile import NO_BOUND, PASSED, WarcProfile, smallest
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout, write_keys
+from raycorpus.runtime.committer import MAX_ROUND
 from raycorpus.runtime.pool import Task, WorkSource
 
 SHARDS_WIDE = 4  # the head's cost per LSH shard is measured at 4x the replay's shards
@@ -149,10 +150,11 @@ def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], floa
 
 
 def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: ReplayPlan, out: str,
-                replay_workers: int, expected_docs: int = 0, shards: int | None = None) -> RunSummary:
+                replay_workers: int, expected_docs: int = 0, shards: int | None = None, hold: int = 1) -> RunSummary:
     """One replay run into a fresh output: the run summary. ``expected_docs``: the index's size, when the config
     does not set it (a production run sizes it from `raycorpus plan` rather than growing its tables); ``shards``:
-    the LSH shards (None: the config's)."""
+    the LSH shards (None: the config's); ``hold``: the head commits only rounds of this many ready WARCs (a head
+    that has fallen behind; 1: as they come)."""
     from raycorpus.runtime.driver import run_build
 
     run_cfg = cfg.model_copy(update={
@@ -161,12 +163,13 @@ def replay_once(cfg: Config, token_meta: dict, cached_ref: ray.ObjectRef, plan: 
         "input": cfg.input.model_copy(update={"manifest": f"replay:{plan}", "prefix": None, "base": None,
                                               "limit": None}),
         "output": cfg.output.model_copy(update={"path": out, "documents": False, "format": []}),
-        "ray": cfg.ray.model_copy(update={"workers": replay_workers, "max_workers": replay_workers}),
+        "ray": cfg.ray.model_copy(update={"workers": replay_workers, "max_workers": replay_workers,
+                                          **({"reorder_buffer": 2 * hold} if hold > 1 else {})}),
         "run": cfg.run.model_copy(update={"progress": "off"}),
     })
     work = WorkSource(plan.warcs, lambda start: (Task(i, f"replay://{i}", f"replay://{i}")
                                                  for i in range(start, plan.warcs)),
-                      ReplayWorker, (cached_ref, plan))
+                      ReplayWorker, (cached_ref, plan), hold)
     return run_build(run_cfg, token_meta, work=work)
 
 
@@ -190,18 +193,19 @@ def figures(summary: RunSummary, worker_ms: float) -> dict:
         "head_cpu_ms_per_warc": round(head * 1000 / max(1, run.processed), 2),
         "reached_dedup_per_warc": round(reached / max(1, run.processed), 1),
         "cpu_seconds": cpu,
+        "warcs_per_round": round(run.processed / run.dedup.rounds, 2) if run.dedup and run.dedup.rounds else None,
         "workers_per_head_core": round(worker_ms * 1000 / head_us_per_page) if head_us_per_page else None,
     }
 
 
 def _replay_medians(cfg: Config, token_meta: dict, cached_ref, plan: ReplayPlan, repeats: int, worker_ms: float,
-                    replay_workers: int, docs_per_part: float = 0.0, shards: int | None = None
+                    replay_workers: int, docs_per_part: float = 0.0, shards: int | None = None, hold: int = 1
                     ) -> tuple[dict, list[dict]]:
     runs = []
     with tempfile.TemporaryDirectory(prefix="raycorpus-replay-") as tmp:
         for r in range(repeats + 1):  # the first run warms the object store and the actors' imports
             s = replay_once(cfg, token_meta, cached_ref, plan, str(Path(tmp) / f"run{r}"), replay_workers,
-                            round(docs_per_part * plan.parts * plan.warcs), shards)
+                            round(docs_per_part * plan.parts * plan.warcs), shards, hold)
             if r:
                 runs.append(figures(s, worker_ms))
     keys = [k for k in runs[0] if k != "cpu_seconds"]
@@ -214,8 +218,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     """Replay ``replayed`` CC-sized WARCs ``repeats`` times (after a warm-up run); medians of the figures.
     The planner's model of the head, CPU per WARC = a + b x documents reaching dedup, is fitted on
     these and on WARCs a quarter the size, and checked on WARCs half the size: predicted / measured.
-    Its cost per LSH shard (every shard is asked about every WARC: calls on the head per WARC and shard) is
-    measured by the same replay with ``SHARDS_WIDE`` times the shards."""
+    Its cost per LSH shard (every shard is asked about every round of WARCs: calls on the head per round and
+    shard) is measured by the same replay with ``SHARDS_WIDE`` times the shards, at the rounds the replay makes
+    (its workers hand out results at once: the head is behind, as at the scale it models)."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
@@ -234,8 +239,11 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                                replay_workers, per_part, shards)
     half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
                               replay_workers, per_part, shards)
+    behind = [_replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
+                              replay_workers, per_part, n, MAX_ROUND)[0] for n in (shards, shards * SHARDS_WIDE)]
     model = head_model(med, small)
     model["shards"] = shards
+    model["warcs_per_round"] = med.get("warcs_per_round")  # (the shard term is per round: rounds of this size)
     model["ms_per_warc_per_shard"] = round((wide["head_cpu_ms_per_warc"] - med["head_cpu_ms_per_warc"])
                                            / (shards * (SHARDS_WIDE - 1)), 3)
     predicted = model["ms_per_warc"] + model["us_per_doc"] * half["reached_dedup_per_warc"] / 1000
@@ -251,9 +259,22 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                   half["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
                   "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
                   else None},
+        "behind": _behind(behind, shards),
         "wide": {"shards": shards * SHARDS_WIDE, "head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
-                 "workers_per_head_core": wide.get("workers_per_head_core")},
+                 "workers_per_head_core": wide.get("workers_per_head_core"),
+                 "warcs_per_round": wide.get("warcs_per_round")},
     }
+
+
+def _behind(runs: list[dict], shards: int) -> dict:
+    """The head that has fallen behind (rounds of ``MAX_ROUND`` ready WARCs) at ``shards`` and ``SHARDS_WIDE`` x
+    that: its CPU per WARC, per shard, and the workers one head core feeds then."""
+    one, wide = runs
+    return {"warcs_per_round": one.get("warcs_per_round"), "head_cpu_ms_per_warc": one["head_cpu_ms_per_warc"],
+            "wide_head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
+            "ms_per_warc_per_shard": round((wide["head_cpu_ms_per_warc"] - one["head_cpu_ms_per_warc"])
+                                           / (shards * (SHARDS_WIDE - 1)), 3),
+            "workers_per_head_core": one.get("workers_per_head_core")}
 
 
 def head_model(big: dict, small: dict) -> dict:
@@ -262,6 +283,21 @@ def head_model(big: dict, small: dict) -> dict:
     b = (big["head_cpu_ms_per_warc"] - small["head_cpu_ms_per_warc"]) * 1000 / dn if dn else 0.0
     a = big["head_cpu_ms_per_warc"] - b * big["reached_dedup_per_warc"] / 1000
     return {"ms_per_warc": round(max(0.0, a), 3), "us_per_doc": round(b, 3)}
+
+
+def _rounds_text(m: dict) -> str:
+    """How many WARCs a round decided (the shards are asked once per round)."""
+    return f"; {m['warcs_per_round']:g} WARCs per round" if m.get("warcs_per_round") else ""
+
+
+def _behind_text(b: dict) -> list[str]:
+    h = b.get("behind")
+    if not h:
+        return []
+    return [f"head behind   rounds of {h['warcs_per_round']:g} WARCs: {h['head_cpu_ms_per_warc']} ms per WARC at "
+            f"{b['shards']} shard(s), {h['wide_head_cpu_ms_per_warc']} at {b['wide']['shards']} "
+            f"(+{h['ms_per_warc_per_shard']} ms per shard); one head core feeds "
+            f"~{h.get('workers_per_head_core') or 0:,.0f} workers"]
 
 
 def format_commit_path(b: dict) -> str:
@@ -284,7 +320,8 @@ def format_commit_path(b: dict) -> str:
         f"reaching dedup (fitted on WARCs of ~{b['pages_per_warc']:,} and a quarter that)",
         f"per LSH shard +{b['model']['ms_per_warc_per_shard']} ms of head CPU per WARC (measured at "
         f"{b['shards']} and {b['wide']['shards']} shards: {m['head_cpu_ms_per_warc']} and "
-        f"{b['wide']['head_cpu_ms_per_warc']} ms per WARC)",
+        f"{b['wide']['head_cpu_ms_per_warc']} ms per WARC{_rounds_text(m)})",
+        *_behind_text(b),
         f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
         f"{b['check']['predicted_head_cpu_ms_per_warc']} ms, measured "
         f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",

@@ -152,6 +152,22 @@ def test_the_head_pays_for_each_lsh_shard_beyond_the_replays():
         plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay))
 
 
+def test_a_head_that_falls_behind_decides_rounds_at_the_replays_rounds_cost():
+    # replayed at 2 shards: one by one 0.1 s per crawl WARC + 1.5 ms per shard beyond 2; behind (rounds of 12, the
+    # replay's WARCs at 30 ms against 40 ms one by one) 0.1 x 0.75 + 30 x 0.5 ms = 0.09 s: 200 / 0.09 = 2,222 workers
+    behind = {"warcs_per_round": 12.0, "head_cpu_ms_per_warc": 30.0, "ms_per_warc_per_shard": 0.5}
+    replay = {**REPLAY, "model": {**REPLAY["model"], "shards": 2, "ms_per_warc_per_shard": 1.5},
+              "median": {**REPLAY["median"], "head_cpu_ms_per_warc": 40.0}, "behind": behind}
+    many = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay)
+    h = many["head"]
+    assert h["cpu_seconds_per_warc"] == pytest.approx(0.09) and h["workers_per_core"] == 2222
+    assert (h["warcs_per_round"], h["ms_per_warc_per_shard"], h["limit"]) == (12.0, 0.5, "head")
+    assert "behind, in rounds of 12 WARCs" in format_plan(many)
+    # a head that keeps up (0.145 s per WARC: 1,379 workers per core, 500 asked) decides them as they come
+    few = plan(COPIES, warcs=90_000, workers=500, shards=32, warc_bytes=1e9, replay=replay)["head"]
+    assert few["cpu_seconds_per_warc"] == pytest.approx(0.145) and few["warcs_per_round"] is None
+
+
 def test_the_cli_plans_several_worker_counts_and_refuses_a_bad_replay(tmp_path):
     bench, replay = tmp_path / "bench.json", tmp_path / "replay.json"
     bench.write_text(json.dumps(COPIES))

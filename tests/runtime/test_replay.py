@@ -56,6 +56,9 @@ def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
     assert b["shards"] == 1 and b["wide"]["shards"] == 4 and b["wide"]["head_cpu_ms_per_warc"] > 0
     assert b["model"]["shards"] == 1 and isinstance(b["model"]["ms_per_warc_per_shard"], float)
     assert "per LSH shard +" in format_commit_path(b)
+    # the head that has fallen behind: its 3 WARCs held until all are ready, then decided in one round
+    assert b["behind"]["warcs_per_round"] == 3 and 1 <= m["warcs_per_round"] <= 3
+    assert b["behind"]["head_cpu_ms_per_warc"] > 0 and "head behind   rounds of 3 WARCs" in format_commit_path(b)
 
 
 def _meta(cfg) -> dict:

@@ -283,6 +283,17 @@ class Config(_Model):
             d["filters"]["written_over_defaults"] = written  # it equals the stage's default: another output
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
+    def earlier_defaults(self) -> dict[str, str]:
+        """The fingerprints this config had under earlier raycorpus defaults of settings it leaves unset, by what to
+        write in the config to get each back: what a refused resume of an output started before names."""
+        langid = self.filters.langid
+        out = {}
+        if langid.early_exit and "early_exit" not in langid.model_fields_set:
+            off = langid.model_copy(update={"early_exit": False})
+            before = self.model_copy(update={"filters": self.filters.model_copy(update={"langid": off})})
+            out["filters: {langid: {early_exit: false}}"] = before.fingerprint()
+        return out
+
 
 def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc if not str(p).startswith("function-")) or "(top level)"

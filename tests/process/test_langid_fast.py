@@ -83,15 +83,17 @@ def test_early_exit_keeps_the_accuracy_on_labelled_documents_of_the_validation_h
     assert sum(f == lang for f, (lang, _) in zip(fast, docs, strict=True)) / len(docs) >= 0.8
 
 
-def test_early_exit_off_keeps_the_fingerprint_on_changes_it_and_is_fasttext_only():
+def test_early_exit_is_on_by_default_with_lid176_off_keeps_the_old_fingerprint_and_is_fasttext_only():
     good = {"input": {"manifest": "m.txt"}, "output": {"path": "out"}, "tokenizer": {"path": "tok.json"}}
     plain = config_from_dict(good).fingerprint()
     off = config_from_dict({**good, "filters": {"langid": {"early_exit": False}}})
     on = config_from_dict({**good, "filters": {"langid": {"early_exit": True}}})
-    assert off.fingerprint() == plain != on.fingerprint()
+    assert on.fingerprint() == plain != off.fingerprint()
     assert "early_exit" not in off.model_dump()["filters"]["langid"]
     stage = LanguageFilter(on.filters.langid)
     assert isinstance(stage.backend, FastTextBackend) and stage.backend.early_exit
-    assert not LanguageFilter(LangIdConfig()).backend.early_exit
+    assert LanguageFilter(LangIdConfig()).backend.early_exit
+    assert not LangIdConfig(model="/models/glotlid.bin").early_exit  # chosen on lid.176: off for another model
+    assert not LangIdConfig(keep=None).early_exit  # (the ensemble)
     with pytest.raises(ConfigError, match="early_exit"):
         config_from_dict({**good, "filters": {"langid": {"early_exit": True, "backend": "ensemble"}}})

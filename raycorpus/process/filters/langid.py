@@ -14,9 +14,9 @@ keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
 (:mod:`raycorpus.process.filters.langid_backends`); the default, ``auto``, is resolved when the config is read:
 ``fasttext`` when every kept language is one lid.176 identifies well, else ``ensemble`` (``keep: null`` too). The
 config holds the resolved backend, so its fingerprint is that of the backend it means. ``early_exit`` (fastText
-alone) predicts a long text on two of its windows first and keeps that answer when it is sure
-(:class:`~raycorpus.process.filters.langid_backends.FastTextBackend`); off, it is left out of the dumped settings,
-so the fingerprint is that of before it existed.
+alone; on by default with lid.176) predicts a long text on two of its windows first and keeps that answer when it
+is sure (:class:`~raycorpus.process.filters.langid_backends.FastTextBackend`); off, it is left out of the dumped
+settings, so the fingerprint is that of before it existed.
 """
 
 from __future__ import annotations
@@ -56,11 +56,12 @@ class LangIdConfig(StageSettings):
         "unsure or says a confusable language. auto: fasttext when every kept language is one lid.176 identifies well "
         "(raycorpus/data/langid_fasttext_languages.json) or `model` is another model, else ensemble (so with "
         "`keep: null`); resolved when the config is read, and the resolved backend is what the fingerprint records")
-    early_exit: bool = Field(False, description=f"fasttext backend only: predict a text longer than {MAX_CHARS} "
-                             f"characters on {EARLY_WINDOWS} of its {WINDOWS} windows first and keep that answer when "
-                             f"its probability is >= {EARLY_MARGIN} (~0.37 of the characters predicted on the shared "
-                             "pages; on the validation halves no label or keep: [en] decision changed, the score by "
-                             "up to 0.22); false: every window, the output and fingerprint of before")
+    early_exit: bool | None = Field(
+        None, description=f"predict a text longer than {MAX_CHARS} characters on {EARLY_WINDOWS} of its {WINDOWS} "
+        f"windows first and keep that answer when its probability is >= {EARLY_MARGIN} (~0.37 of the characters "
+        "predicted on the shared pages; on the validation halves no label or keep: [en] decision changed, the score "
+        "by up to 0.22). null (the default): on with the fasttext backend and lid.176 (it was chosen on lid.176), off "
+        "otherwise; false: every window, the output and fingerprint of raycorpus before this default")
 
     @field_validator("keep")
     @classmethod
@@ -77,6 +78,8 @@ class LangIdConfig(StageSettings):
         """``auto`` becomes the backend it means for ``keep`` and ``model`` before anything reads or fingerprints it."""
         if self.backend == AUTO:
             object.__setattr__(self, "backend", resolve_backend(AUTO, self.keep, self.model))  # a frozen model
+        if self.early_exit is None:
+            object.__setattr__(self, "early_exit", self.backend == "fasttext" and self.model == LID176)
         if self.early_exit and self.backend != "fasttext":
             raise ValueError(f"early_exit is the fasttext backend's; backend {self.backend} predicts every window")
         return self

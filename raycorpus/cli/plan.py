@@ -261,12 +261,14 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
     base = model["ms_per_warc"] / 1000 + model["us_per_doc"] * reaching / 1e6
     cpu_s = base + (per_shard or 0.0) * max(0, shards - replayed) / 1000
     behind, rounds = replay.get("behind"), None
-    if behind and workers * cpu_s / worker_s_per_warc > HEAD_CORES:  # WARCs wait: the head decides them in rounds
-        base *= behind["head_cpu_ms_per_warc"] / replay["median"]["head_cpu_ms_per_warc"]  # (as measured at 35 k pages)
-        per_shard, rounds = behind["ms_per_warc_per_shard"], behind["warcs_per_round"]
-        cpu_s = base + max(0.0, per_shard) * max(0, shards - replayed) / 1000
     per_core = worker_s_per_warc / cpu_s if cpu_s else math.inf
-    cores = workers / per_core
+    if behind:  # WARCs that wait are decided in rounds: the most workers one core feeds is the rounds' figure
+        scaled = base * behind["head_cpu_ms_per_warc"] / replay["median"]["head_cpu_ms_per_warc"]  # (at 35 k pages)
+        behind_s = scaled + max(0.0, behind["ms_per_warc_per_shard"]) * max(0, shards - replayed) / 1000
+        per_core = worker_s_per_warc / behind_s if behind_s else math.inf
+        if workers * cpu_s / worker_s_per_warc > HEAD_CORES:  # the requested workers outrun the head: it is behind
+            cpu_s, per_shard, rounds = behind_s, behind["ms_per_warc_per_shard"], behind["warcs_per_round"]
+    cores = workers * cpu_s / worker_s_per_warc
     return HeadPlan(
         ms_per_warc=model["ms_per_warc"], us_per_doc=model["us_per_doc"],
         model_check_ratio=replay.get("check", {}).get("ratio"),
@@ -332,7 +334,7 @@ def format_plan(p: dict) -> str:
         lines.append("shard count   " + "; ".join(
             f"{c['shards']}: {c['bytes_per_shard'] / 2**30:,.1f} GiB each, one head core feeds "
             f"~{c['workers_per_head_core']:,}"
-            for c in p["shard_choices"]) + " (every shard is asked about every WARC)")
+            for c in p["shard_choices"]) + " (every shard is asked about every round of WARCs)")
     if "check" in p:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "

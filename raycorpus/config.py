@@ -273,6 +273,8 @@ class Config(_Model):
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,
             d["filters"].pop("chain")  # and the same fingerprint as before `chain` existed
         langid = d["filters"].get("langid") or {}  # `backend: auto` is resolved by now: the backend it means
+        if langid.get("early_exit") is False:  # off, as before it existed: the same fingerprint
+            d["filters"]["langid"].pop("early_exit")
         if langid.get("backend") == "fasttext":  # the only backend before it was a
             d["filters"]["langid"].pop("backend")  # setting: those outputs keep their fingerprint
         elif langid.get("backend") == "ensemble" and langid.get("keep") is not None:  # lingua with the kept scripts'

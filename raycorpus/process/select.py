@@ -140,6 +140,11 @@ def check_select_config(tag_dump: dict, cfg: Config) -> None:
             raise ConfigError(f"{path}: the tag run labelled languages with {tagged_with}, and these langid settings "
                               f"mean {cfg.filters.langid.backend} (backend: auto follows `keep`); write backend: "
                               f"{tagged_with} to re-decide from the tag run's labels")
+        if path == "filters.langid.early_exit":  # a tag run from before the early exit's default (off) or after
+            tagged_with = str(bool(tag_dump["filters"]["langid"].get("early_exit"))).lower()
+            raise ConfigError(f"{path}: the tag run predicted languages with early_exit: {tagged_with} (off was the "
+                              f"default before it was on); write early_exit: {tagged_with} to re-decide from the tag "
+                              "run's labels")
         raise ConfigError(f"{path}: differs from the tag run's, and select can only change thresholds "
                           f"(see docs/quality.md, raycorpus select); use the tag run's value")
     tagged = tag_filters(tag_dump)
@@ -157,8 +162,9 @@ def tag_filters(tag_dump: dict) -> FiltersConfig:
     list counts every field as written)."""
     filters = dict(tag_dump["filters"])
     for name, fields in tag_dump.get(EXPLICIT, {}).items():
-        if isinstance(filters.get(name), dict):
-            filters[name] = {k: v for k, v in filters[name].items() if k in fields}
+        if isinstance(filters.get(name), dict):  # (langid's early_exit as the tag run resolved it: its default moved)
+            kept = {*fields, "early_exit"} if name == "langid" else set(fields)
+            filters[name] = {k: v for k, v in filters[name].items() if k in kept}
     return FiltersConfig.model_validate(filters)
 
 

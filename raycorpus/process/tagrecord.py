@@ -111,6 +111,15 @@ def write_tag_config(storage: Storage, out_url: str, cfg: Config) -> None:
 def read_tag_config(storage: Storage, out_url: str) -> dict | None:
     """The tag run's config, or None (not a tag-mode output, or one made before select existed)."""
     try:
-        return json.loads(storage.read_bytes(config_url(out_url)))
+        return upgraded(json.loads(storage.read_bytes(config_url(out_url))))
     except (NotFound, FileNotFoundError):
         return None
+
+
+def upgraded(dump: dict) -> dict:
+    """A stored tag config as this raycorpus reads it: a langid section without ``early_exit`` was written when it
+    was off (left out of the dump); it is on by default since."""
+    langid = (dump.get("filters") or {}).get("langid")
+    if isinstance(langid, dict) and "early_exit" not in langid:
+        langid["early_exit"] = False
+    return dump

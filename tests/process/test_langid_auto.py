@@ -199,3 +199,19 @@ def test_select_names_the_backend_auto_resolved_to():
         check_select_config(english_tag, config(keep=None))
     check_select_config(english_tag, config(keep=None, backend="fasttext"))
     check_select_config(english_tag, config(keep=["en", "de", "fr"]))  # auto means fasttext for them too
+    # a tag run from before the early exit's default: the setting to write is named
+    before = tag_config_dump(make_config("/tmp/manifest", "/tmp/unused", "/tmp/tokenizer.json",
+                                         filters={"mode": "tag", "langid": {"early_exit": False}}))
+    with pytest.raises(ConfigError, match=r"filters\.langid\.early_exit: the tag run predicted languages with "
+                                          r"early_exit: false .* write early_exit: false"):
+        check_select_config(before, config())
+    check_select_config(before, config(early_exit=False))
+    # one written before the default: early_exit left out of its dump and of its written fields (it was off)
+    from raycorpus.process.tagrecord import EXPLICIT, upgraded
+
+    stored = json.loads(json.dumps(before))
+    del stored["filters"]["langid"]["early_exit"]
+    stored[EXPLICIT]["langid"].remove("early_exit")
+    with pytest.raises(ConfigError, match=r"write early_exit: false"):
+        check_select_config(upgraded(stored), config())
+    check_select_config(upgraded(stored), config(early_exit=False))

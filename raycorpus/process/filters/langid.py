@@ -15,16 +15,16 @@ keeps its fingerprint. ``backend`` picks fastText, lingua or their ensemble
 ``fasttext`` when every kept language is one lid.176 identifies well, else ``ensemble`` (``keep: null`` too). The
 config holds the resolved backend, so its fingerprint is that of the backend it means. ``early_exit`` (fastText
 alone; on by default with lid.176) predicts a long text on two of its windows first and keeps that answer when it
-is sure (:class:`~raycorpus.process.filters.langid_backends.FastTextBackend`); off, it is left out of the dumped
-settings, so the fingerprint is that of before it existed.
+is sure (:class:`~raycorpus.process.filters.langid_backends.FastTextBackend`); off, the fingerprint leaves it out,
+so it is that of before it existed (and a stored config that lacks it had it off).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from raycorpus.process.document import Document
 from raycorpus.process.filters.base import Filter, FilterResult, StageSettings, TextView
@@ -83,14 +83,6 @@ class LangIdConfig(StageSettings):
         if self.early_exit and self.backend != "fasttext":
             raise ValueError(f"early_exit is the fasttext backend's; backend {self.backend} predicts every window")
         return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The settings; ``early_exit`` only when on (off: the settings, and the fingerprint, of before it)."""
-        d = handler(self)
-        if not self.early_exit:
-            d.pop("early_exit", None)
-        return d
 
 
 DEFAULT_MODEL = LangIdConfig.model_fields["model"].default

@@ -108,6 +108,9 @@ def test_fingerprints_of_existing_configs_are_stable(source, fingerprint):
     # FineWeb's definitions join C4's kept lines by one newline (their revision is run.json's filter_rules);
     # keep_paragraphs: true joins them as before, and keeps the fingerprint
     filters["c4"] = {**filters.get("c4", {}), "keep_paragraphs": True}
+    # the language ID's early exit, on by default with lid.176, moves the scores of long pages: early_exit: false
+    # predicts every window as before, and keeps the fingerprint
+    filters["langid"] = {**filters.get("langid", {}), "early_exit": False}
     # the OPH verification sketch, indexed near duplicates and the verify margin change the output again;
     # verify_sketch: minhash, index_duplicates: false, verify_margin: 0 decide as before and keep the fingerprint
     before_oph = {"verify_sketch": "minhash", "index_duplicates": False, "verify_margin": 0}

@@ -274,7 +274,8 @@ def _behind(runs: list[dict], shards: int) -> dict:
             "wide_head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
             "ms_per_warc_per_shard": round((wide["head_cpu_ms_per_warc"] - one["head_cpu_ms_per_warc"])
                                            / (shards * (SHARDS_WIDE - 1)), 3),
-            "workers_per_head_core": one.get("workers_per_head_core")}
+            "workers_per_head_core": one.get("workers_per_head_core"),
+            "lsh_shards_cpu_us_per_doc_at_dedup": one.get("lsh_shards_cpu_us_per_doc_at_dedup")}
 
 
 def head_model(big: dict, small: dict) -> dict:
@@ -297,7 +298,8 @@ def _behind_text(b: dict) -> list[str]:
     return [f"head behind   rounds of {h['warcs_per_round']:g} WARCs: {h['head_cpu_ms_per_warc']} ms per WARC at "
             f"{b['shards']} shard(s), {h['wide_head_cpu_ms_per_warc']} at {b['wide']['shards']} "
             f"(+{h['ms_per_warc_per_shard']} ms per shard); one head core feeds "
-            f"~{h.get('workers_per_head_core') or 0:,.0f} workers"]
+            f"~{h.get('workers_per_head_core') or 0:,.0f} workers; LSH shards "
+            f"{h.get('lsh_shards_cpu_us_per_doc_at_dedup') or 0:,.1f} us per document reaching dedup"]
 
 
 def format_commit_path(b: dict) -> str:

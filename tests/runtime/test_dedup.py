@@ -32,8 +32,8 @@ def test_a_shard_lost_after_the_last_decision_leaves_its_memory_out_of_the_summa
     finally:
         stage.kill()
     assert stats.model_dump() == DedupStats(
-        shards=2, restarts=0, indexed_docs=0, indexed_docs_in_shards=None, table_bytes=None, signature_bytes=None,
-        bytes_per_doc=None, start_reads=whole.start_reads).model_dump()
+        shards=2, restarts=0, rounds=0, indexed_docs=0, indexed_docs_in_shards=None, table_bytes=None,
+        signature_bytes=None, bytes_per_doc=None, start_reads=whole.start_reads).model_dump()
     assert "table_bytes" not in stats.model_dump(mode="json")  # summary.json: not measured, so absent
 
 

@@ -9,6 +9,7 @@ of the WARCs committed since (normally none): a resumed or replaced shard reads 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -277,7 +278,8 @@ class DedupStage:
         first = self.dedup.next_docno
         decisions = self.dedup.decide_round(warcs)
         self.rounds += 1
-        self.starts = [(o, first + sum(d.indexed for d in decisions[:i])) for i, (o, _) in enumerate(round_)]
+        befores = itertools.accumulate((d.indexed for d in decisions[:-1]), initial=first)
+        self.starts = [(o, docno) for (o, _), docno in zip(round_, befores, strict=True)]
         return [d if p.eligible is None else d.expand(p.eligible) for d, (_, p) in zip(decisions, round_, strict=True)]
 
     def _docnos_below(self, upto: int) -> int:

@@ -68,6 +68,13 @@ class Asked:
     contents: int  # the WARC's content keys (0: exact dedup off): URL key positions follow them
 
 
+def numbered(first: int, taken: np.ndarray) -> np.ndarray:
+    """uint32 per document of a WARC: the docno of each ``taken`` one (in row order from ``first``), else NOT_TAKEN."""
+    out = np.full(taken.size, NOT_TAKEN, np.uint32)
+    out[taken] = first + np.arange(int(taken.sum()), dtype=np.uint64)
+    return out
+
+
 @dataclass(frozen=True)
 class Taken:
     """What the index took of a decided WARC, as one shard needs it beside its :class:`Asked` keys: a bit per
@@ -90,9 +97,7 @@ class Taken:
 
     def docnos(self, taken: np.ndarray) -> np.ndarray:
         """uint32 per document: its docno, or NOT_TAKEN."""
-        out = np.full(self.n, NOT_TAKEN, np.uint32)
-        out[taken] = self.first + np.arange(int(taken.sum()), dtype=np.uint64)
-        return out
+        return numbered(self.first, taken)
 
 
 @dataclass(frozen=True)

@@ -709,8 +709,8 @@ class Deduplicator:
     def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None
                 ) -> tuple[int, np.ndarray]:
         """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were
-        asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed near duplicates (``dups``, over the indexed ones) insert no
-        content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),
+        asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed
+        near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),
         None without near dedup."""
         lay = self.layout
         n_kept = int(keep.sum())

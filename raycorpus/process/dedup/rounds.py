@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from raycorpus.process.dedup.arrays import NOT_TAKEN, KnownDocuments, Repeats
+from raycorpus.process.dedup.arrays import KnownDocuments, Repeats, numbered
 from raycorpus.process.dedup.lsh import NO_MATCH
 
 
@@ -46,8 +46,7 @@ class RoundOverlay:
              stored: np.ndarray | None) -> None:
         """WARC ``w`` is decided: its taken documents (``index``, numbered from ``first``) insert their keys (content
         and URL keys only where ``keyed``; URL key positions follow the ``contents`` content keys)."""
-        docnos = np.full(index.size, NOT_TAKEN, np.uint64)
-        docnos[index] = first + np.arange(int(index.sum()), dtype=np.uint64)
+        docnos = numbered(first, index)
         sel = self.exact.warc == w
         if sel.any():
             pos = self.exact.pos[sel].astype(np.int64)

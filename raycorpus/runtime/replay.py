@@ -13,6 +13,9 @@ Replayed documents stay distinct: every part after the first pass over the cache
 hashes and URL keys XORed with, and its 32-bit MinHash values shifted by, a constant drawn from the part's
 number (which keeps the duplicates inside a part duplicates), except a ``dup_rate`` share of its
 documents, drawn per document, that are replayed as they are and so duplicate their first replay.
+Such a part's report sample candidates get new keys too (a crawl's record ids are unique): with their
+cached keys they would sit at the sample's bounds for ever, and every replayed WARC would send the head
+as many candidates as the first.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +76,17 @@ def replay_part(base: WarcResult, number: int, n_cached: int,
     return hashes, sigs, urls
 
 
+def replay_profile(base: WarcResult, number: int, n_cached: int) -> WarcProfile | None:
+    """Part ``number``'s report profile: after the first pass over the cache, with its sample candidates
+    keyed anew from the part's number, as documents of another WARC (their record ids) would be."""
+    profile = base.profile
+    if profile is None or number < n_cached:
+        return profile
+    salt = _mix(number + 1)
+    keys = fmix64(np.array([s.key for s in profile.samples], np.uint64) ^ salt)
+    return replace(profile, samples=[replace(s, key=int(k)) for s, k in zip(profile.samples, keys, strict=True)])
+
+
 def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> WarcResult:
     """Replayed WARC ``ordinal``: parts ``ordinal * parts ...`` of the cache, joined."""
     t0 = time.perf_counter()
@@ -90,8 +104,9 @@ def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> War
         lengths.append(base.lengths)
         counts.update(base.counts)
         read += base.bytes_read
-    parts = [cached[n % len(cached)] for n in range(ordinal * plan.parts, (ordinal + 1) * plan.parts)]
-    profile = WarcProfile.joined([p.profile for p in parts]) if parts[0].profile is not None else None
+    numbers = range(ordinal * plan.parts, (ordinal + 1) * plan.parts)
+    profile = (WarcProfile.joined([replay_profile(cached[n % len(cached)], n, len(cached)) for n in numbers])
+               if cached[0].profile is not None else None)
     return WarcResult(ordinal, f"replay://{ordinal}", docs, np.concatenate(hashes),
                       np.concatenate(sigs) if sigs else None, counts, read, time.perf_counter() - t0,
                       np.concatenate(tokens), np.concatenate(lengths), np.concatenate(urls) if urls else None,

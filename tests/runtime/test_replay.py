@@ -7,7 +7,8 @@ import numpy as np
 
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.tokenize import TokenEncoder
-from raycorpus.runtime.replay import ReplayPlan, bench_commit_path, format_commit_path, replay_part, replay_warc
+from raycorpus.runtime.replay import (ReplayPlan, bench_commit_path, format_commit_path, replay_part, replay_profile,
+                                     replay_warc)
 from tests.support.corpus import make_config
 
 
@@ -32,6 +33,22 @@ def test_replayed_parts_are_distinct_but_for_the_stated_duplicates(crawl, tmp_pa
     assert np.array_equal(first[2], base.url_hashes)  # URL keys: as they are, then perturbed like the hashes
     assert np.array_equal(again[2][kept], base.url_hashes[kept])
     assert not np.any(again[2][~kept] == base.url_hashes[~kept])
+
+
+def test_replayed_parts_sample_anew_as_another_warc_would(crawl, tmp_path):
+    """After the first pass over the cache a part's sample candidates get new keys (record ids are unique in a
+    crawl): with the cached keys, every replayed WARC would bring the head the same candidates again."""
+    _, cached = _cached(crawl, tmp_path)
+    base = cached[0]
+    assert base.profile.samples
+    assert replay_profile(base, 0, len(cached)) is base.profile
+    again, later = replay_profile(base, 2, len(cached)), replay_profile(base, 4, len(cached))
+    old = [s.key for s in base.profile.samples]
+    assert len({s.key for s in again.samples} & set(old)) == 0 and [s.key for s in again.samples] != [
+        s.key for s in later.samples]
+    assert [s.key for s in replay_profile(base, 2, len(cached)).samples] == [s.key for s in again.samples]
+    assert [(s.url, s.pool, s.text) for s in again.samples] == [(s.url, s.pool, s.text) for s in base.profile.samples]
+    assert [s.key for s in base.profile.samples] == old  # the cache is left as it was
 
 
 def test_a_replayed_warc_joins_parts_with_their_tokens(crawl, tmp_path):

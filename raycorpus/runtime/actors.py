@@ -231,6 +231,20 @@ class RecordSource:
     payload: list | None = None  # [ObjectRef of the DedupPayload]
 
 
+@dataclass(frozen=True)
+class PackerItem:
+    """One WARC for the packer, in manifest order: committed (``summary`` set; its staged tokens travel beside
+    the list, so that Ray hands them over as it does any argument), or listed as failed with its ``error``."""
+
+    ordinal: int
+    warc: str
+    attempts: int
+    summary: WarcSummary | None = None
+    keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
+    record: RecordSource | None = None
+    error: str = ""
+
+
 @ray.remote
 class PackerActor(Measured):
     """The single writer. Rebuilt from the ledger if it is ever restarted (``replacement``: by the
@@ -274,10 +288,9 @@ class PackerActor(Measured):
         return self.writer.packer.closer.cpu_seconds
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
-               attempts: int, record: RecordSource | None = None, written: int | None = None) -> Position:
+               attempts: int, record: RecordSource | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
-        ``staged``, after the WARC's dedup ``record`` is durable. ``written``: the document writer's
-        result, a dependency only."""
+        ``staged``, after the WARC's dedup ``record`` is durable."""
         if record is not None:
             if record.payload is not None:
                 payload = ray.get(record.payload[0])
@@ -288,6 +301,20 @@ class PackerActor(Measured):
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)
+
+    def take(self, items: list[PackerItem], *staged_then_written) -> Position:
+        """A run of WARCs in manifest order, in one call (a round's: the committer sends them together).
+        ``staged_then_written``: the committed items' staged tokens, in order, then the document writers' calls
+        of their documents (dependencies only: the WARCs are taken once their documents are written)."""
+        staged = iter(staged_then_written)
+        position = self.writer.progress()
+        for item in items:
+            if item.summary is None:
+                position = self.fail(item.ordinal, item.warc, item.error, item.attempts)
+            else:
+                position = self.commit(item.ordinal, item.warc, item.summary, next(staged), item.keep,
+                                       item.attempts, item.record)
+        return position
 
     def checkpoint(self, flushes: list | None = None, report: bytes | None = None) -> Position:
         """Make everything committed durable; ``flushes``: the LSH shards' flush calls (ObjectRefs in a list,

@@ -30,7 +30,7 @@ from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.profile import NO_BOUND
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
-from raycorpus.runtime.actors import DocumentWriter, PackerActor, RecordSource
+from raycorpus.runtime.actors import DocumentWriter, PackerActor, PackerItem, RecordSource
 from raycorpus.runtime.closer import ShardWritersLost
 from raycorpus.runtime.cluster import on_this_node
 from raycorpus.runtime.dedup import DedupStage
@@ -106,7 +106,9 @@ class Committer:
         self.buffer[item.task.ordinal] = item
 
     def commit_ready(self) -> None:
-        """Send every WARC whose turn has come, then collect the packer calls that are done."""
+        """Send every WARC whose turn has come (up to ``MAX_ROUND`` in one packer call), then collect the packer
+        calls that are done."""
+        sending: list[Sent] = []
         while self.next_commit in self.buffer:
             item = self.buffer[self.next_commit]
             if item.summary is not None and self.dedup is not None and self.next_commit not in self.decided:
@@ -118,7 +120,7 @@ class Committer:
                     break
             del self.buffer[self.next_commit]
             if item.summary is None:
-                self.sent.append(Sent(item.task, None))
+                sending.append(Sent(item.task, None))
             else:
                 summary, verdict, record = self.decided.pop(self.next_commit) if self.dedup is not None else (
                     item.summary, None, None)
@@ -126,17 +128,24 @@ class Committer:
                 self._add_to_report(summary, verdict)
                 self.indexed += summary.counts[ck.DEDUP_INDEXED]
                 keep = verdict.decision.keep if verdict is not None and not self.tag else None
-                self.sent.append(Sent(item.task, summary, item.staged, keep, verdict, record, item.docs))
-            self._send(self.sent[-1])
+                sending.append(Sent(item.task, summary, item.staged, keep, verdict, record, item.docs))
+            self.sent.append(sending[-1])
             self.next_commit += 1
-            self._checkpoint_if_due()
+            if self._checkpoint_due() or len(sending) == MAX_ROUND:
+                self._send(sending)
+                sending = []
+                self._checkpoint_if_due()
+        self._send(sending)
         while self.calls and (len(self.calls) > 8 or _is_ready(self.calls[0])):
             self._collect(self.calls.popleft())
 
-    def _checkpoint_if_due(self) -> None:
+    def _checkpoint_due(self) -> bool:
         """Every ``run.checkpoint_interval_seconds`` (0: after every WARC), a checkpoint of what was sent."""
         at, when = self._checkpointed
-        if self.next_commit > at and time.monotonic() - when >= self.cfg.run.checkpoint_interval_seconds:
+        return self.next_commit > at and time.monotonic() - when >= self.cfg.run.checkpoint_interval_seconds
+
+    def _checkpoint_if_due(self) -> None:
+        if self._checkpoint_due():
             self.calls.append(self._checkpoint_call("checkpoint"))
 
     def _checkpoint_call(self, method: str) -> ray.ObjectRef:
@@ -194,15 +203,23 @@ class Committer:
                 record = RecordSource(decision.rows, None if payload.keys is not None else [item.dedup])
             self.decided[item.task.ordinal] = (summary, verdict, record)
 
-    def _send(self, item: Sent) -> None:
-        task = item.task
-        if item.summary is None:
-            self.calls.append(self.packer.fail.remote(task.ordinal, task.warc, task.error, task.attempts))
+    def _send(self, items: list[Sent]) -> None:
+        """``items`` (in manifest order) to the packer in one call, their documents to the writers first."""
+        if not items:
             return
-        if self.writers is not None and item.docs is not None:  # not taken by the packer yet: (re-)write
-            item.written = self.writers.next().write.remote(task.ordinal, task.warc, item.docs, item.verdict)
-        self.calls.append(self.packer.commit.remote(task.ordinal, task.warc, item.summary, item.staged, item.keep,
-                                                    task.attempts, item.record, item.written))
+        out, staged, written = [], [], []
+        for item in items:
+            task = item.task
+            if item.summary is None:
+                out.append(PackerItem(task.ordinal, task.warc, task.attempts, error=task.error))
+                continue
+            if self.writers is not None and item.docs is not None:  # not taken by the packer yet: (re-)write
+                item.written = self.writers.next().write.remote(task.ordinal, task.warc, item.docs, item.verdict)
+            if item.written is not None:
+                written.append(item.written)
+            staged.append(item.staged)
+            out.append(PackerItem(task.ordinal, task.warc, task.attempts, item.summary, item.keep, item.record))
+        self.calls.append(self.packer.take.remote(out, *staged, *written))
 
     def _note(self, position: Position) -> None:
         self.position = position
@@ -249,8 +266,8 @@ class Committer:
         how = " to a new packer resumed from its last checkpoint" if role == "packer" else ""
         log.warning("%s actor lost (%s): WARCs #%d-#%d sent again%s", role, error_text(error), at,
                     self.next_commit - 1, how)
-        for item in resend:
-            self._send(item)
+        for start in range(0, len(resend), MAX_ROUND):
+            self._send(resend[start : start + MAX_ROUND])
         self._checkpointed = (at, 0.0)  # and a checkpoint of them when one is due
         self._checkpoint_if_due()
 

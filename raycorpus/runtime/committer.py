@@ -106,46 +106,62 @@ class Committer:
         self.buffer[item.task.ordinal] = item
 
     def commit_ready(self) -> None:
-        """Send every WARC whose turn has come (up to ``MAX_ROUND`` in one packer call), then collect the packer
-        calls that are done."""
-        sending: list[Sent] = []
+        """Send every WARC whose turn has come, a run of them (see :meth:`_next_run`) per packer call, then collect
+        the packer calls that are done. ``next_commit`` passes a run once it is sent: a checkpoint (or a shard's
+        replacement, which checkpoints first) never names WARCs the packer was not sent."""
         while self.next_commit in self.buffer:
-            item = self.buffer[self.next_commit]
-            if item.summary is not None and self.dedup is not None and self.next_commit not in self.decided:
-                self._decide_round()
-                if self.next_commit not in self.decided:  # its node died before its results reached this node
-                    log.warning("WARC #%d: its results were lost with their node; processing it again",
-                                item.task.ordinal)
-                    self.lost.append(self.buffer.pop(self.next_commit).task)
-                    break
-            del self.buffer[self.next_commit]
-            if item.summary is None:
-                sending.append(Sent(item.task, None))
-            else:
-                summary, verdict, record = self.decided.pop(self.next_commit) if self.dedup is not None else (
-                    item.summary, None, None)
-                self.metrics.warc_committed(summary)
-                self._add_to_report(summary, verdict)
-                self.indexed += summary.counts[ck.DEDUP_INDEXED]
-                keep = verdict.decision.keep if verdict is not None and not self.tag else None
-                sending.append(Sent(item.task, summary, item.staged, keep, verdict, record, item.docs))
-            self.sent.append(sending[-1])
-            self.next_commit += 1
-            if self._checkpoint_due() or len(sending) == MAX_ROUND:
-                self._send(sending)
-                sending = []
-                self._checkpoint_if_due()
-        self._send(sending)
+            sending = self._next_run()
+            if not sending:
+                break
+            self.sent.extend(sending)
+            self._send(sending)
+            self.next_commit += len(sending)
+            self._checkpoint_if_due()
         while self.calls and (len(self.calls) > 8 or _is_ready(self.calls[0])):
             self._collect(self.calls.popleft())
 
-    def _checkpoint_due(self) -> bool:
+    def _next_run(self) -> list[Sent]:
+        """The WARCs ready in order from the next commit, decided (a round's, taken when the run is empty, so that
+        a round is decided only once the runs before it are sent), up to ``MAX_ROUND`` or the one after which a
+        checkpoint is due."""
+        out: list[Sent] = []
+        ordinal = self.next_commit
+        while ordinal in self.buffer and len(out) < MAX_ROUND:
+            item = self.buffer[ordinal]
+            if item.summary is not None and self.dedup is not None and ordinal not in self.decided:
+                if out:
+                    break
+                self._decide_round()
+                if ordinal not in self.decided:  # its node died before its results reached this node
+                    log.warning("WARC #%d: its results were lost with their node; processing it again", ordinal)
+                    self.lost.append(self.buffer.pop(ordinal).task)
+                    break
+            del self.buffer[ordinal]
+            out.append(self._committed(item))
+            ordinal += 1
+            if self._checkpoint_due(ordinal):
+                break
+        return out
+
+    def _committed(self, item: Finished) -> Sent:
+        """A WARC whose turn has come, counted (metrics, report, index) and ready to send."""
+        if item.summary is None:
+            return Sent(item.task, None)
+        summary, verdict, record = self.decided.pop(item.task.ordinal) if self.dedup is not None else (
+            item.summary, None, None)
+        self.metrics.warc_committed(summary)
+        self._add_to_report(summary, verdict)
+        self.indexed += summary.counts[ck.DEDUP_INDEXED]
+        keep = verdict.decision.keep if verdict is not None and not self.tag else None
+        return Sent(item.task, summary, item.staged, keep, verdict, record, item.docs)
+
+    def _checkpoint_due(self, upto: int) -> bool:
         """Every ``run.checkpoint_interval_seconds`` (0: after every WARC), a checkpoint of what was sent."""
         at, when = self._checkpointed
-        return self.next_commit > at and time.monotonic() - when >= self.cfg.run.checkpoint_interval_seconds
+        return upto > at and time.monotonic() - when >= self.cfg.run.checkpoint_interval_seconds
 
     def _checkpoint_if_due(self) -> None:
-        if self._checkpoint_due():
+        if self._checkpoint_due(self.next_commit):
             self.calls.append(self._checkpoint_call("checkpoint"))
 
     def _checkpoint_call(self, method: str) -> ray.ObjectRef:

@@ -220,9 +220,8 @@ class Committer:
             self.decided[item.task.ordinal] = (summary, verdict, record)
 
     def _send(self, items: list[Sent]) -> None:
-        """``items`` (in manifest order) to the packer in one call, their documents to the writers first."""
-        if not items:
-            return
+        """``items`` (in manifest order, at least one) to the packer in one call, their documents to the writers
+        first."""
         out, staged, written = [], [], []
         for item in items:
             task = item.task

@@ -47,7 +47,7 @@ def test_a_round_decides_what_each_warc_decides_alone(crawls, name, shards):  # 
     layout = Layout.from_config(cfg, shards)
     across = 0
     for crawl in crawls:
-        crawl = crawl[:3] + [tuple(np.asarray(a)[:0] for a in crawl[0])] + crawl[3:]  # an empty WARC in a round
+        crawl = [*crawl[:3], tuple(np.asarray(a)[:0] for a in crawl[0]), *crawl[3:]]  # an empty WARC in a round
         alone, state, _ = _decide(layout, cfg, crawl, _rounds(len(crawl), [1]))
         for sizes in ([len(crawl)], [2, 3], [3, 1]):
             decided, after, n = _decide(layout, cfg, crawl, _rounds(len(crawl), sizes))

@@ -7,8 +7,14 @@ import numpy as np
 
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.tokenize import TokenEncoder
-from raycorpus.runtime.replay import (ReplayPlan, bench_commit_path, format_commit_path, replay_part, replay_profile,
-                                     replay_warc)
+from raycorpus.runtime.replay import (
+    ReplayPlan,
+    bench_commit_path,
+    format_commit_path,
+    replay_part,
+    replay_profile,
+    replay_warc,
+)
 from tests.support.corpus import make_config
 
 

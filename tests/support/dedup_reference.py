@@ -88,7 +88,8 @@ class ReferenceDeduplicator(Deduplicator):
         """A document of this kind is in the index (a near candidate for the later ones)."""
         return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
-    def _query(self, ordinal: int, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _query(self, ordinal: int, ek: np.ndarray, uk: np.ndarray, keys: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The indexed document (docno) each content key, URL key and band key already names, or NO_MATCH
         (content and URL keys are both looked up in the exact table)."""
         lay, n_sh, n = self.layout, self.layout.n_shards, keys.shape[0]

@@ -155,7 +155,8 @@ class Repeats:
         if not spans.any():
             return cls.none()
         sizes = (ends - starts + 1)[spans]
-        at = np.repeat(starts[spans], sizes) + (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        at = np.repeat(starts[spans], sizes) + offsets
         chosen = order[at]
         return cls(warc[chosen].astype(np.uint16), pos[chosen].astype(np.uint32),
                    np.repeat(np.arange(sizes.size, dtype=np.int64), sizes))

@@ -710,8 +710,8 @@ class Deduplicator:
                 ) -> tuple[int, np.ndarray]:
         """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were
         asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed
-        near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the WARC's signatures as verification keeps them (:meth:`Layout.stored`),
-        None without near dedup."""
+        near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the WARC's
+        signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:

@@ -77,7 +77,7 @@ class RoundOverlay:
             gids[mine] = self._gids[w][rows]
             if self._stored[w] is not None:
                 if sigs is None:
-                    sigs = np.empty((named.size,) + self._stored[w].shape[1:], self._stored[w].dtype)
+                    sigs = np.empty((named.size, *self._stored[w].shape[1:]), self._stored[w].dtype)
                 sigs[mine] = self._stored[w][rows]
         if sigs is not None and table.sigs is not None:
             sigs = np.concatenate([table.sigs, sigs])

@@ -22,7 +22,7 @@ so it is that of before it existed (and a stored config that lacks it had it off
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raycorpus.process.dedup.arrays import Earlier, ShardSplit
+from raycorpus.process.dedup.arrays import Earlier, ShardSplit, group_starts
 from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.sketch import Signer
@@ -113,3 +113,10 @@ def test_a_shard_split_routes_in_order_and_joins_back():
     items = np.arange(10, 16, dtype=np.uint64)
     assert [p.tolist() for p in split.parts(items)] == [[11, 14], [13], [10, 12, 15]]
     assert split.join([p * 2 for p in split.parts(items)]).tolist() == (items * 2).tolist()
+
+
+def test_group_starts_marks_where_each_run_of_equal_values_begins():
+    assert group_starts(np.array([3, 3, 5, 7, 7, 7], np.uint64)).tolist() == [0, 2, 3]
+    assert group_starts(np.array([4], np.intp)).tolist() == [0]
+    keys = np.sort(np.random.default_rng(5).integers(0, 40, 500)).astype(np.uint64)
+    assert keys[group_starts(keys)].tolist() == np.unique(keys).tolist()  # what the decision takes it for

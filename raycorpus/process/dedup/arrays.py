@@ -68,6 +68,14 @@ class Asked:
     contents: int  # the WARC's content keys (0: exact dedup off): URL key positions follow them
 
 
+def group_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of ``sorted_keys`` (non-empty) begins: ``[3, 3, 5, 7, 7] -> [0, 2, 3]``."""
+    new = np.empty(sorted_keys.size, bool)
+    new[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
 def numbered(first: int, taken: np.ndarray) -> np.ndarray:
     """uint32 per document of a WARC: the docno of each ``taken`` one (in row order from ``first``), else NOT_TAKEN."""
     out = np.full(taken.size, NOT_TAKEN, np.uint32)
@@ -202,6 +210,8 @@ class Earlier:
         """(row, earlier row) for each of ``rows`` (ascending) and each of its earlier rows, in that order."""
         lengths = self.end[rows] - self.start[rows]
         total = int(lengths.sum())
+        if not total:  # (the usual case for a relation in a wave: nothing to pair, and cheap to say so)
+            return rows[:0], self.rows[:0]
         firsts = np.cumsum(lengths) - lengths
         at = np.repeat(self.start[rows] - firsts, lengths) + np.arange(total)
         return np.repeat(rows, lengths), self.rows[at]

@@ -49,6 +49,7 @@ from raycorpus.process.dedup.arrays import (
     Taken,
     WarcKeys,
     WithinWarc,
+    group_starts,
 )
 from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
 from raycorpus.process.dedup.minhash import band_keys
@@ -614,12 +615,16 @@ class Deduplicator:
     def _decide_wave(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray) -> None:
         """Documents whose earlier documents of the WARC are all decided: URL, exact, then near."""
         for code, prior, earlier in ((URL, w.prior_url, w.within.url), (EXACT, w.prior_exact, w.within.exact)):
+            jac = 1.0 if code == EXACT else np.nan
             hit = prior[rows] != NO_MATCH  # (a URL hit never gets here: it was decided alone)
-            d.set(rows[hit], code, known.gid(prior[rows[hit]]), 1.0 if code == EXACT else np.nan)
+            if hit.any():
+                d.set(rows[hit], code, known.gid(prior[rows[hit]]), jac)
             owner, j = earlier.pairs(rows[~hit])
             kept = d.kind[j] == KEEP  # URL / exact: kept ones only, the first
-            matched, first = np.unique(owner[kept], return_index=True)
-            d.set(matched, code, w.gids[j[kept][first]], 1.0 if code == EXACT else np.nan)
+            if kept.any():
+                owner, j = owner[kept], j[kept]
+                first = group_starts(owner)  # (pairs come by row, ascending, each row's earlier ones ascending)
+                d.set(owner[first], code, w.gids[j[first]], jac)
             rows = rows[d.kind[rows] == KEEP]
         if w.stored is not None and rows.size:
             owner, j = w.within.band.pairs(rows)
@@ -635,7 +640,8 @@ class Deduplicator:
             return
         band = w.prior_band[rows]
         hit = band != NO_MATCH
-        pairs = np.unique((np.repeat(rows, band.shape[1])[hit.ravel()].astype(np.uint64) << np.uint64(32)) | band[hit])
+        pairs = np.sort((np.repeat(rows, band.shape[1])[hit.ravel()].astype(np.uint64) << np.uint64(32)) | band[hit])
+        pairs = pairs[group_starts(pairs)] if pairs.size else pairs  # (np.unique, without its overhead)
         c_row = (pairs >> np.uint64(32)).astype(np.intp)
         docnos = pairs & np.uint64(0xFFFFFFFF)
         c_gid = known.gid(docnos)
@@ -650,14 +656,16 @@ class Deduplicator:
                 c_sig = np.concatenate([c_sig, w.stored[earlier]])[order]
         if not c_row.size:
             return
-        first = np.flatnonzero(np.r_[True, c_row[1:] != c_row[:-1]])
+        first = group_starts(c_row)
         if not self.layout.verify:  # any shared band: the earliest candidate
             d.set_rows(c_row[first], NEAR, c_gid[first], np.nan, np.nan)
             return
         est = self.layout.estimates(c_sig, w.stored[c_row])
         best = np.maximum.reduceat(est, first)
-        at = np.flatnonzero(est == np.repeat(best, np.diff(np.r_[first, est.size])))
-        at = at[np.r_[True, c_row[at][1:] != c_row[at][:-1]]]  # the first best of each row
+        group = np.zeros(c_row.size, np.intp)  # each candidate's row, numbered 0, 1, ...
+        group[first[1:]] = 1
+        at = np.flatnonzero(est == best[np.cumsum(group)])
+        at = at[group_starts(c_row[at])]  # the first best of each row
         r = c_row[at]
         d.verified[r] = best
         dup = best >= self.threshold + self.layout.margin

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from raycorpus.process.dedup.arrays import Earlier, ShardSplit, group_starts
-from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards
+from raycorpus.process.dedup.index import KEEP, NEAR, URL, Deduplicator, Layout, LocalShards
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.pipeline import content_hash
@@ -120,3 +120,39 @@ def test_group_starts_marks_where_each_run_of_equal_values_begins():
     assert group_starts(np.array([4], np.intp)).tolist() == [0]
     keys = np.sort(np.random.default_rng(5).integers(0, 40, 500)).astype(np.uint64)
     assert keys[group_starts(keys)].tolist() == np.unique(keys).tolist()  # what the decision takes it for
+
+
+def _chains(seed: int, warcs: int = 4, docs: int = 80) -> list[list[tuple[str, str]]]:
+    """WARCs where a few pages come back again and again: long chains of URL, exact and near relations inside a
+    WARC, some of whose first members are dropped (so a later member must name another kept one, or none)."""
+    rng = np.random.default_rng(seed)
+    pages = [(f"https://site.example/{i}", _text(rng, 60)) for i in range(4)]
+    out = []
+    for _ in range(warcs):
+        warc = []
+        for _ in range(docs):
+            url, text = pages[int(rng.integers(len(pages)))]
+            r = rng.random()
+            if r < 0.3:
+                text = _edit(text, rng, int(rng.integers(1, 4)))  # a near copy, under the same URL or another
+                url = url if rng.random() < 0.5 else f"https://mirror.example/{int(rng.integers(10**6))}"
+            elif r < 0.45:
+                url = f"https://other.example/{int(rng.integers(10**6))}"  # the same text elsewhere
+            elif r < 0.55:
+                text = _text(rng, 60)  # the same URL, another text
+            warc.append((url, text))
+        out.append(warc)
+    return out
+
+
+@pytest.mark.parametrize("name", ["defaults", "url", "minhash, kept only", "url + near"])
+def test_long_chains_inside_a_warc_are_decided_as_one_by_one(name):
+    cfg = DedupConfig(**LAYOUTS[name])
+    layout = Layout.from_config(cfg, 2)
+    signer = Signer()
+    for seed in range(3):
+        crawl = [_rows(signer, w) for w in _chains(seed)]
+        ref = _decisions(ReferenceDeduplicator(layout, cfg.threshold, LocalShards(layout)), crawl)
+        assert _decisions(Deduplicator(layout, cfg.threshold, LocalShards(layout)), crawl) == ref
+        kinds = {k for warc in ref for k in warc[0]}
+        assert {KEEP, NEAR} <= kinds and (URL in kinds) == layout.url  # (every kind of relation was decided)

@@ -516,6 +516,32 @@ class _Input:
                      exact[ek.size :] if uk.size else none, band.reshape(self.keys.bands.shape), self.keys.within)
 
 
+def _blocked(kind: np.ndarray, pending: np.ndarray, first_kept: list[tuple[np.ndarray, np.ndarray]],
+             every: tuple[np.ndarray, np.ndarray] | None, exact_prior: np.ndarray) -> np.ndarray:
+    """The documents that cannot be decided yet (``pending``: the undecided ones, still KEEP in ``kind``), from their
+    (document, earlier document) pairs, each document's ascending. A URL or an exact relation names the first kept
+    earlier document: it waits only until that one is known (an undecided one before the first decided kept one);
+    once it names one, the document is settled and the relations after it do not count (URL before exact, an
+    exact key the index holds settles it too). The near relation (``every``) waits for all its earlier ones."""
+    blocked = np.zeros(pending.size, bool)
+    settled = np.zeros(pending.size, bool)
+    for k, (owner, earlier) in enumerate(first_kept):
+        if k:
+            settled |= exact_prior
+        cand = kind[earlier] == KEEP  # decided kept, or undecided
+        owner, earlier = owner[cand], earlier[cand]
+        if owner.size:
+            first = group_starts(owner)
+            o, waits = owner[first], pending[earlier[first]]
+            blocked[o[waits & ~settled[o]]] = True
+            settled[o[~waits]] = True
+    if every is not None:
+        owner, earlier = every
+        waits = pending[earlier]
+        blocked[owner[waits & ~settled[owner]]] = True
+    return blocked
+
+
 class Deduplicator:
     """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
 
@@ -591,22 +617,19 @@ class Deduplicator:
 
     def _decide_in_order(self, d: _Draft, w: _Warc, known: KnownDocuments) -> None:
         """The documents that share a key with earlier documents of the WARC: in waves, each deciding together
-        the documents whose earlier ones are all decided (what one by one in record order would decide)."""
+        the documents whose decision the decided ones already fix (what one by one in record order would decide)."""
         within = w.within
         url = w.prior_url != NO_MATCH
-        exact = ~url & ~within.url.any & (w.prior_exact != NO_MATCH)
+        exact_prior = w.prior_exact != NO_MATCH
+        exact = ~url & ~within.url.any & exact_prior
         band = within.band.any if w.stored is not None else np.zeros_like(url)
         todo = np.flatnonzero(~url & ~exact & (within.url.any | within.exact.any | band))
         pending = np.zeros(url.size, bool)
         pending[todo] = True
-        relations = (within.url, within.exact) + ((within.band,) if w.stored is not None else ())
-        pairs = [r.pairs(todo) for r in relations]  # (document, an earlier one of the WARC it waits for)
-        owner, earlier = (np.concatenate([p[k] for p in pairs]) for k in (0, 1))
+        first_kept = [within.url.pairs(todo), within.exact.pairs(todo)]  # (document, an earlier one of the WARC)
+        every = within.band.pairs(todo) if w.stored is not None else None
         while todo.size:
-            waits = pending[earlier]
-            owner, earlier = owner[waits], earlier[waits]
-            blocked = np.zeros(url.size, bool)
-            blocked[owner] = True
+            blocked = _blocked(d.kind, pending, first_kept, every, exact_prior)
             ready = todo[~blocked[todo]]
             self._decide_wave(d, w, known, ready)
             pending[ready] = False

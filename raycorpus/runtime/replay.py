@@ -45,6 +45,7 @@ from raycorpus.runtime.committer import MAX_ROUND
 from raycorpus.runtime.pool import Task, WorkSource
 
 SHARDS_WIDE = 4  # the head's cost per LSH shard is measured at 4x the replay's shards
+SLOWER = 4  # the head's background is measured with WARCs coming this many times slower
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class ReplayPlan:
     warcs: int  # replayed WARCs
     parts: int  # cached results joined into one replayed WARC
     dup_rate: float  # share of a re-replayed part's documents kept as they are (duplicates)
+    pace: float = 0.0  # seconds a replay worker takes per WARC at least (a slower crawl, for the head's background)
 
 
 def _mix(key: int) -> np.uint64:
@@ -133,6 +135,7 @@ class ReplayWorker(Measured):
                 ) -> tuple[None, WarcSummary, list, DedupPayload, WarcTokens]:
         """WARC ``ordinal`` replayed. ``part`` is not used; the report's sample ``bounds`` are applied as a worker
         applies them (it sends no candidate above its pool's bound)."""
+        done_at = time.monotonic() + self.plan.pace
         result = replay_warc(self.cached, self.plan, ordinal)
         if result.profile is not None:  # what a worker of the whole WARC sends: its smallest, under the bounds
             bounds = bounds or {}
@@ -148,6 +151,7 @@ class ReplayWorker(Measured):
         payload = result.dedup_payload(eligible_for_dedup(result, self.tag), self.layout)
         if self.layout is not None:  # and its dedup keys
             write_keys(self.storage, self.out_url, ordinal, payload, self.layout)
+        time.sleep(max(0.0, done_at - time.monotonic()))
         return None, summary, result.docs, payload, staged  # (first: the marker that the call ended)
 
 
@@ -235,7 +239,10 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     these and on WARCs a quarter the size, and checked on WARCs half the size: predicted / measured.
     Its cost per LSH shard (every shard is asked about every round of WARCs: calls on the head per round and
     shard) is measured by the same replay with ``SHARDS_WIDE`` times the shards, at the rounds the replay makes
-    (its workers hand out results at once: the head is behind, as at the scale it models)."""
+    (its workers hand out results at once: the head is behind, as at the scale it models). The head's background,
+    CPU its processes spend per second whether WARCs come or not, is measured by the behind replay again with the
+    WARCs coming ``SLOWER`` times slower (:func:`background`): a replay on 2 workers takes ~4 WARCs a second, a crawl
+    on 10,000 workers ~50, so per WARC the replay pays ~12 times the background a crawl's head does."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
@@ -256,6 +263,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                               replay_workers, per_part, shards)
     behind = [_replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
                               replay_workers, per_part, n, MAX_ROUND)[0] for n in (shards, shards * SHARDS_WIDE)]
+    pace = SLOWER * replay_workers * behind[0]["wall_seconds"] / replayed
+    slow, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate, pace), repeats, ms,
+                              replay_workers, per_part, shards, MAX_ROUND)
     model = head_model(med, small)
     model["shards"] = shards
     model["warcs_per_round"] = med.get("warcs_per_round")  # (the shard term is per round: rounds of this size)
@@ -275,6 +285,7 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                   "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
                   else None},
         "behind": _behind(behind, shards),
+        "background": background(behind[0], slow, replayed, ms * pages * parts),
         "wide": {"shards": shards * SHARDS_WIDE, "head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
                  "workers_per_head_core": wide.get("workers_per_head_core"),
                  "warcs_per_round": wide.get("warcs_per_round")},
@@ -291,6 +302,21 @@ def _behind(runs: list[dict], shards: int) -> dict:
                                            / (shards * (SHARDS_WIDE - 1)), 3),
             "workers_per_head_core": one.get("workers_per_head_core"),
             "lsh_shards_cpu_us_per_doc_at_dedup": one.get("lsh_shards_cpu_us_per_doc_at_dedup")}
+
+
+def background(fast: dict, slow: dict, warcs: int, worker_ms_per_warc: float) -> dict:
+    """The head's CPU per WARC as work per WARC plus a background paid per second (Ray's timers and polls in the
+    driver and the packer, there whether WARCs come or not), from the same replay at two rates (``fast``, ``slow``:
+    their medians): head ms per WARC = work + background / (WARCs per second). The WARCs of a crawl come at the rate
+    of its workers, so one head core feeds N workers when N x work / (worker ms per WARC) + background <= 1."""
+    r_fast, r_slow = warcs / fast["wall_seconds"], warcs / slow["wall_seconds"]
+    h_fast, h_slow = fast["head_cpu_ms_per_warc"], slow["head_cpu_ms_per_warc"]
+    per_second = (h_slow - h_fast) / (1 / r_slow - 1 / r_fast) if r_fast > r_slow else 0.0
+    per_second = min(max(0.0, per_second), 1000.0)  # (noise can make it negative: then none is taken off)
+    work = max(1e-9, h_fast - per_second / r_fast)
+    return {"warcs_per_second": [round(r_fast, 3), round(r_slow, 3)], "head_cpu_ms_per_warc": [h_fast, h_slow],
+            "ms_per_second": round(per_second, 2), "work_ms_per_warc": round(work, 2),
+            "workers_per_head_core": round((1 - per_second / 1000) * worker_ms_per_warc / work)}
 
 
 def head_model(big: dict, small: dict) -> dict:
@@ -317,6 +343,17 @@ def _behind_text(b: dict) -> list[str]:
             f"{h.get('lsh_shards_cpu_us_per_doc_at_dedup') or 0:,.1f} us per document reaching dedup"]
 
 
+def _background_text(b: dict) -> list[str]:
+    g = b.get("background")
+    if not g:
+        return []
+    fast, slow = g["warcs_per_second"]
+    return [f"background    behind, {g['head_cpu_ms_per_warc'][0]} ms per WARC at {fast:g} WARCs/s and "
+            f"{g['head_cpu_ms_per_warc'][1]} at {slow:g}: {g['work_ms_per_warc']} ms of work per WARC + "
+            f"{g['ms_per_second']} ms per second (Ray's timers and polls in the driver and packer); at the rate of "
+            f"its workers one head core feeds ~{g['workers_per_head_core']:,} workers"]
+
+
 def format_commit_path(b: dict) -> str:
     m = b["median"]
     return "\n".join([
@@ -339,6 +376,7 @@ def format_commit_path(b: dict) -> str:
         f"{b['shards']} and {b['wide']['shards']} shards: {m['head_cpu_ms_per_warc']} and "
         f"{b['wide']['head_cpu_ms_per_warc']} ms per WARC{_rounds_text(m)})",
         *_behind_text(b),
+        *_background_text(b),
         f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
         f"{b['check']['predicted_head_cpu_ms_per_warc']} ms, measured "
         f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",

@@ -9,6 +9,7 @@ from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime.replay import (
     ReplayPlan,
+    background,
     bench_commit_path,
     format_commit_path,
     replay_part,
@@ -82,6 +83,23 @@ def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
     # the head that has fallen behind: its 3 WARCs held until all are ready, then decided in one round
     assert b["behind"]["warcs_per_round"] == 3 and 1 <= m["warcs_per_round"] <= 3
     assert b["behind"]["head_cpu_ms_per_warc"] > 0 and "head behind   rounds of 3 WARCs" in format_commit_path(b)
+    # and behind with the WARCs coming 4x slower: the head's CPU per WARC as work + a background per second
+    g = b["background"]
+    fast, slow = g["warcs_per_second"]
+    assert slow < fast and g["ms_per_second"] >= 0 and g["work_ms_per_warc"] > 0 and g["workers_per_head_core"] > 0
+    assert "ms of work per WARC" in format_commit_path(b)
+
+
+def test_the_background_fit_splits_head_cpu_into_work_per_warc_and_cpu_per_second():
+    # 20 ms per WARC of work + 12 ms per second: at 4 WARCs/s 23 ms per WARC, at 1 WARC/s 32 ms
+    g = background({"wall_seconds": 16.0, "head_cpu_ms_per_warc": 23.0},
+                   {"wall_seconds": 64.0, "head_cpu_ms_per_warc": 32.0}, warcs=64, worker_ms_per_warc=200_000.0)
+    assert g["ms_per_second"] == 12.0 and g["work_ms_per_warc"] == 20.0
+    assert g["workers_per_head_core"] == round((1 - 0.012) * 200_000 / 20)  # N x 20 / 200,000 + 0.012 = 1 core
+    # noise that makes the slower replay cheaper takes nothing off
+    g = background({"wall_seconds": 16.0, "head_cpu_ms_per_warc": 23.0},
+                   {"wall_seconds": 64.0, "head_cpu_ms_per_warc": 22.0}, warcs=64, worker_ms_per_warc=200_000.0)
+    assert g["ms_per_second"] == 0.0 and g["work_ms_per_warc"] == 23.0
 
 
 def _meta(cfg) -> dict:

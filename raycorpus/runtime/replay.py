@@ -46,6 +46,7 @@ from raycorpus.runtime.pool import Task, WorkSource
 
 SHARDS_WIDE = 4  # the head's cost per LSH shard is measured at 4x the replay's shards
 SLOWER = 4  # the head's background is measured with WARCs coming this many times slower
+LONGER = 4  # ... and its steady state over this many times the WARCs
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,8 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
     (its workers hand out results at once: the head is behind, as at the scale it models). The head's background,
     CPU its processes spend per second whether WARCs come or not, is measured by the behind replay again with the
     WARCs coming ``SLOWER`` times slower (:func:`background`): a replay on 2 workers takes ~4 WARCs a second, a crawl
-    on 10,000 workers ~50, so per WARC the replay pays ~12 times the background a crawl's head does."""
+    on 10,000 workers ~50, so per WARC the replay pays ~12 times the background a crawl's head does. Its steady state
+    comes from a replay ``LONGER`` times as long (:func:`steady`): the first WARCs of a replay cost more."""
     from raycorpus.runtime.cluster import init_ray
 
     cached, measured_ms = cache_results(cfg, warcs)
@@ -261,11 +263,9 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                                replay_workers, per_part, shards)
     half, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts // 2, dup_rate), repeats, ms,
                               replay_workers, per_part, shards)
-    behind = [_replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate), repeats, ms,
-                              replay_workers, per_part, n, MAX_ROUND)[0] for n in (shards, shards * SHARDS_WIDE)]
-    pace = SLOWER * replay_workers * behind[0]["wall_seconds"] / replayed
-    slow, _ = _replay_medians(cfg, token_meta, cached_ref, ReplayPlan(replayed, parts, dup_rate, pace), repeats, ms,
-                              replay_workers, per_part, shards, MAX_ROUND)
+    behind = _measure_behind(lambda plan, n: _replay_medians(cfg, token_meta, cached_ref, plan, repeats, ms,
+                                                             replay_workers, per_part, n, MAX_ROUND)[0],
+                             ReplayPlan(replayed, parts, dup_rate), shards, replay_workers, ms * pages * parts)
     model = head_model(med, small)
     model["shards"] = shards
     model["warcs_per_round"] = med.get("warcs_per_round")  # (the shard term is per round: rounds of this size)
@@ -284,8 +284,7 @@ def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replay
                   half["head_cpu_ms_per_warc"], "predicted_head_cpu_ms_per_warc": round(predicted, 2),
                   "ratio": round(predicted / half["head_cpu_ms_per_warc"], 3) if half["head_cpu_ms_per_warc"]
                   else None},
-        "behind": _behind(behind, shards),
-        "background": background(behind[0], slow, replayed, ms * pages * parts),
+        **behind,
         "wide": {"shards": shards * SHARDS_WIDE, "head_cpu_ms_per_warc": wide["head_cpu_ms_per_warc"],
                  "workers_per_head_core": wide.get("workers_per_head_core"),
                  "warcs_per_round": wide.get("warcs_per_round")},
@@ -302,6 +301,29 @@ def _behind(runs: list[dict], shards: int) -> dict:
                                            / (shards * (SHARDS_WIDE - 1)), 3),
             "workers_per_head_core": one.get("workers_per_head_core"),
             "lsh_shards_cpu_us_per_doc_at_dedup": one.get("lsh_shards_cpu_us_per_doc_at_dedup")}
+
+
+def _measure_behind(replay, plan: ReplayPlan, shards: int, replay_workers: int, worker_ms_per_warc: float) -> dict:
+    """The head that has fallen behind (``replay(plan, shards)``: the medians of replays whose head commits rounds of
+    ``MAX_ROUND``): at ``shards`` and ``SHARDS_WIDE`` x them; with the WARCs coming ``SLOWER`` times slower (its
+    background); over ``LONGER`` x the WARCs (its steady state, past the report's first window)."""
+    one, wide = replay(plan, shards), replay(plan, shards * SHARDS_WIDE)
+    slow = replay(replace(plan, pace=SLOWER * replay_workers * one["wall_seconds"] / plan.warcs), shards)
+    long = replay(replace(plan, warcs=plan.warcs * LONGER), shards)
+    bg = background(one, slow, plan.warcs, worker_ms_per_warc)
+    return {"behind": _behind([one, wide], shards), "background": bg,
+            "steady": steady(one, long, plan.warcs, plan.warcs * LONGER, bg, worker_ms_per_warc)}
+
+
+def steady(short: dict, long: dict, n_short: int, n_long: int, bg: dict, worker_ms_per_warc: float) -> dict:
+    """The head's CPU per WARC past the first window, where a crawl spends nearly all its WARCs (until the report's
+    sample pools fill, each WARC brings hundreds of sample candidates): the marginal cost of the WARCs a longer replay
+    adds, and that less the background (:func:`background`) it pays at its rate: the work per WARC."""
+    marginal = (long["head_cpu_ms_per_warc"] * n_long - short["head_cpu_ms_per_warc"] * n_short) / (n_long - n_short)
+    work = marginal - bg["ms_per_second"] * long["wall_seconds"] / n_long
+    workers = round((1 - bg["ms_per_second"] / 1000) * worker_ms_per_warc / work) if work > 0 else None
+    return {"warcs": [n_short + 1, n_long], "marginal_ms_per_warc": round(marginal, 2),
+            "work_ms_per_warc": round(work, 2), "workers_per_head_core": workers}
 
 
 def background(fast: dict, slow: dict, warcs: int, worker_ms_per_warc: float) -> dict:
@@ -351,7 +373,17 @@ def _background_text(b: dict) -> list[str]:
     return [f"background    behind, {g['head_cpu_ms_per_warc'][0]} ms per WARC at {fast:g} WARCs/s and "
             f"{g['head_cpu_ms_per_warc'][1]} at {slow:g}: {g['work_ms_per_warc']} ms of work per WARC + "
             f"{g['ms_per_second']} ms per second (Ray's timers and polls in the driver and packer); at the rate of "
-            f"its workers one head core feeds ~{g['workers_per_head_core']:,} workers"]
+            f"its workers one head core feeds ~{g['workers_per_head_core']:,} workers", *_steady_text(b)]
+
+
+def _steady_text(b: dict) -> list[str]:
+    t = b.get("steady")
+    if not t:
+        return []
+    first, last = t["warcs"]
+    feeds = f"~{t['workers_per_head_core']:,} workers" if t["workers_per_head_core"] else "n/a (noise)"
+    return [f"steady state  behind, WARCs {first}-{last} of a longer replay: {t['marginal_ms_per_warc']} ms per WARC; "
+            f"less the background, {t['work_ms_per_warc']} ms of work; one head core feeds {feeds}"]
 
 
 def format_commit_path(b: dict) -> str:

@@ -15,6 +15,7 @@ from raycorpus.runtime.replay import (
     replay_part,
     replay_profile,
     replay_warc,
+    steady,
 )
 from tests.support.corpus import make_config
 
@@ -88,6 +89,8 @@ def test_commit_path_replay_smoke(crawl, tmp_path, ray_address):
     fast, slow = g["warcs_per_second"]
     assert slow < fast and g["ms_per_second"] >= 0 and g["work_ms_per_warc"] > 0 and g["workers_per_head_core"] > 0
     assert "ms of work per WARC" in format_commit_path(b)
+    # and past the first window: the WARCs a 4x longer replay adds
+    assert b["steady"]["warcs"] == [4, 12] and "steady state  behind, WARCs 4-12" in format_commit_path(b)
 
 
 def test_the_background_fit_splits_head_cpu_into_work_per_warc_and_cpu_per_second():
@@ -100,6 +103,16 @@ def test_the_background_fit_splits_head_cpu_into_work_per_warc_and_cpu_per_secon
     g = background({"wall_seconds": 16.0, "head_cpu_ms_per_warc": 23.0},
                    {"wall_seconds": 64.0, "head_cpu_ms_per_warc": 22.0}, warcs=64, worker_ms_per_warc=200_000.0)
     assert g["ms_per_second"] == 0.0 and g["work_ms_per_warc"] == 23.0
+
+
+def test_the_steady_state_is_the_marginal_cost_of_a_longer_replay_less_its_background():
+    # 32 WARCs at 30 ms (a first window of dearer WARCs), 128 at 25 ms: WARCs 33-128 cost 23.33 ms each; the long
+    # replay took 32 s (4 WARCs/s), so 12 ms per second of background is 3 ms of each
+    bg = {"ms_per_second": 12.0}
+    t = steady({"head_cpu_ms_per_warc": 30.0}, {"head_cpu_ms_per_warc": 25.0, "wall_seconds": 32.0}, 32, 128, bg,
+               worker_ms_per_warc=200_000.0)
+    assert t["warcs"] == [33, 128] and t["marginal_ms_per_warc"] == 23.33 and t["work_ms_per_warc"] == 20.33
+    assert t["workers_per_head_core"] == round(0.988 * 200_000 / (70 / 3 - 3))
 
 
 def _meta(cfg) -> dict:

@@ -229,7 +229,7 @@ def _replay_medians(cfg: Config, token_meta: dict, cached_ref, plan: ReplayPlan,
             if r:
                 runs.append(figures(s, worker_ms))
     keys = [k for k in runs[0] if k != "cpu_seconds"]
-    return {k: statistics.median(run[k] for run in runs) for k in keys if runs[0][k] is not None}, runs
+    return {k: round(statistics.median(run[k] for run in runs), 4) for k in keys if runs[0][k] is not None}, runs
 
 
 def bench_commit_path(cfg: Config, token_meta: dict, warcs: list[str], *, replayed: int = 40,

@@ -321,9 +321,9 @@ def steady(short: dict, long: dict, n_short: int, n_long: int, bg: dict, worker_
     adds, and that less the background (:func:`background`) it pays at its rate: the work per WARC."""
     marginal = (long["head_cpu_ms_per_warc"] * n_long - short["head_cpu_ms_per_warc"] * n_short) / (n_long - n_short)
     work = marginal - bg["ms_per_second"] * long["wall_seconds"] / n_long
-    workers = round((1 - bg["ms_per_second"] / 1000) * worker_ms_per_warc / work) if work > 0 else None
     return {"warcs": [n_short + 1, n_long], "marginal_ms_per_warc": round(marginal, 2),
-            "work_ms_per_warc": round(work, 2), "workers_per_head_core": workers}
+            "work_ms_per_warc": round(work, 2),
+            "workers_per_head_core": _feeds(work, bg["ms_per_second"], worker_ms_per_warc) if work > 0 else None}
 
 
 def background(fast: dict, slow: dict, warcs: int, worker_ms_per_warc: float) -> dict:
@@ -338,7 +338,12 @@ def background(fast: dict, slow: dict, warcs: int, worker_ms_per_warc: float) ->
     work = max(1e-9, h_fast - per_second / r_fast)
     return {"warcs_per_second": [round(r_fast, 3), round(r_slow, 3)], "head_cpu_ms_per_warc": [h_fast, h_slow],
             "ms_per_second": round(per_second, 2), "work_ms_per_warc": round(work, 2),
-            "workers_per_head_core": round((1 - per_second / 1000) * worker_ms_per_warc / work)}
+            "workers_per_head_core": _feeds(work, per_second, worker_ms_per_warc)}
+
+
+def _feeds(work_ms_per_warc: float, ms_per_second: float, worker_ms_per_warc: float) -> int:
+    """The most workers one head core feeds: N x work / (worker ms per WARC) + background per second <= 1 core."""
+    return round((1 - ms_per_second / 1000) * worker_ms_per_warc / work_ms_per_warc)
 
 
 def head_model(big: dict, small: dict) -> dict:
@@ -373,7 +378,7 @@ def _background_text(b: dict) -> list[str]:
     return [f"background    behind, {g['head_cpu_ms_per_warc'][0]} ms per WARC at {fast:g} WARCs/s and "
             f"{g['head_cpu_ms_per_warc'][1]} at {slow:g}: {g['work_ms_per_warc']} ms of work per WARC + "
             f"{g['ms_per_second']} ms per second (Ray's timers and polls in the driver and packer); at the rate of "
-            f"its workers one head core feeds ~{g['workers_per_head_core']:,} workers", *_steady_text(b)]
+            f"its workers one head core feeds ~{g['workers_per_head_core']:,} workers"]
 
 
 def _steady_text(b: dict) -> list[str]:
@@ -409,6 +414,7 @@ def format_commit_path(b: dict) -> str:
         f"{b['wide']['head_cpu_ms_per_warc']} ms per WARC{_rounds_text(m)})",
         *_behind_text(b),
         *_background_text(b),
+        *_steady_text(b),
         f"model check   head CPU per WARC of ~{b['check']['pages_per_warc']:,} pages: predicted "
         f"{b['check']['predicted_head_cpu_ms_per_warc']} ms, measured "
         f"{b['check']['measured_head_cpu_ms_per_warc']} ms (ratio {b['check']['ratio']})",

@@ -636,7 +636,7 @@ class Deduplicator:
             todo = todo[blocked[todo]]
 
     def _decide_wave(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray) -> None:
-        """Documents whose earlier documents of the WARC are all decided: URL, exact, then near."""
+        """Documents whose decision the decided documents of the WARC fix (:func:`_blocked`): URL, exact, then near."""
         for code, prior, earlier in ((URL, w.prior_url, w.within.url), (EXACT, w.prior_exact, w.within.exact)):
             jac = 1.0 if code == EXACT else np.nan
             hit = prior[rows] != NO_MATCH  # (a URL hit never gets here: it was decided alone)

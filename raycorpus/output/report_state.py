@@ -60,9 +60,14 @@ class TopCounts:
 
     def add(self, keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Add a batch (keys distinct); return which of ``keys`` are in the table now."""
-        merged, inverse = np.unique(np.concatenate([self.keys, np.asarray(keys, np.uint64)]), return_inverse=True)
-        totals = np.bincount(inverse, weights=np.concatenate([self.counts, counts]), minlength=merged.size)
-        totals = np.rint(totals).astype(np.int64)
+        keys, counts = np.asarray(keys, np.uint64), np.asarray(counts, np.int64)
+        at, known = _find(self.keys, keys)  # (the table's keys are sorted)
+        totals = self.counts.copy()
+        totals[at[known]] += counts[known]
+        merged = np.concatenate([self.keys, keys[~known]])
+        totals = np.concatenate([totals, counts[~known]])
+        order = np.argsort(merged)
+        merged, totals = merged[order], totals[order]
         if merged.size > self.capacity:
             cut = int(np.partition(totals, merged.size - self.capacity - 1)[merged.size - self.capacity - 1])
             kept = totals > cut
@@ -72,7 +77,7 @@ class TopCounts:
         if len(self.names) > 2 * self.capacity:
             self.names = {int(k): self.names[int(k)] for k in merged if int(k) in self.names}
             self._named = None
-        return np.isin(keys, merged)
+        return _find(merged, keys)[1]
 
     def named(self, keys: np.ndarray) -> np.ndarray:
         """Which of ``keys`` have a name."""
@@ -158,9 +163,9 @@ class ReportState:
                                  for measure, bins in (("chars", profile.char_bin), ("tokens", profile.token_bin))})
         lang = profile.lang[mask]
         n = len(profile.lang_names)
-        per = [np.bincount(lang, weights=w, minlength=n) for w in (None, chars, tokens)]
+        per = np.rint([np.bincount(lang, weights=w, minlength=n) for w in (None, chars, tokens)]).astype(np.int64)
         for i in np.flatnonzero(per[0]):
-            self._lang(profile.lang_names[i], outcome)[:] += np.rint([p[i] for p in per]).astype(np.int64)
+            self._lang(profile.lang_names[i], outcome)[:] += per[:, i]
 
     def _dedup(self, profile: WarcProfile, decision: Decision, dups: np.ndarray) -> None:
         if decision.verified is not None:
@@ -330,9 +335,17 @@ def _label(sample: SampleDoc, decision: Decision | None) -> None:
 def _add_into(total: dict, part: dict) -> None:
     for key, counts in part.items():
         if key in total and len(total[key]) == len(counts):
-            total[key] = total[key] + counts
+            total[key] += counts  # (the total is this state's own array)
         else:
             total[key] = np.asarray(counts, np.int64).copy()
+
+
+def _find(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``keys`` is in the sorted ``table``, and whether it is there."""
+    at = np.searchsorted(table, keys)
+    if not table.size:
+        return at, np.zeros(keys.size, bool)
+    return at, table[np.minimum(at, table.size - 1)] == keys
 
 
 def _sparse(counts: np.ndarray) -> dict:

@@ -125,6 +125,8 @@ class HeadPlan:
     # replay JSON from before it was measured: not counted)
     warcs_per_round: float | None = None  # the rounds the head decides when it has fallen behind (None: as they come,
     # or a replay JSON from before rounds)
+    background_cores: float = 0.0  # behind, from a replay that measured its steady state: the head's CPU per second
+    # whether WARCs come or not (Ray's timers and polls), beside its work per WARC (in ``cpu_seconds_per_warc``)
 
 
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
@@ -262,13 +264,14 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
     cpu_s = base + (per_shard or 0.0) * max(0, shards - replayed) / 1000
     behind, rounds = replay.get("behind"), None
     per_core = worker_s_per_warc / cpu_s if cpu_s else math.inf
+    background = 0.0
     if behind:  # WARCs that wait are decided in rounds: the most workers one core feeds is the rounds' figure
-        scaled = base * behind["head_cpu_ms_per_warc"] / replay["median"]["head_cpu_ms_per_warc"]  # (at 35 k pages)
-        behind_s = scaled + max(0.0, behind["ms_per_warc_per_shard"]) * max(0, shards - replayed) / 1000
-        per_core = worker_s_per_warc / behind_s if behind_s else math.inf
+        behind_s, bg = _behind_seconds(replay, base, shards, replayed)
+        per_core = (1 - bg) * worker_s_per_warc / behind_s if behind_s else math.inf
         if workers * cpu_s / worker_s_per_warc > HEAD_CORES:  # the requested workers outrun the head: it is behind
             cpu_s, per_shard, rounds = behind_s, behind["ms_per_warc_per_shard"], behind["warcs_per_round"]
-    cores = workers * cpu_s / worker_s_per_warc
+            background = bg
+    cores = workers * cpu_s / worker_s_per_warc + background
     return HeadPlan(
         ms_per_warc=model["ms_per_warc"], us_per_doc=model["us_per_doc"],
         model_check_ratio=replay.get("check", {}).get("ratio"),
@@ -277,8 +280,23 @@ def _head(replay: dict, pages_per_warc: float, reaching_per_page: float, workers
         cpu_seconds_per_warc=round(cpu_s, 4), cores=round(cores, 2),
         workers_per_core=round(per_core) if cpu_s else 0,
         limit="head" if cores > HEAD_CORES else "workers",
-        wall_hours_at_head_pace=round(warcs * cpu_s / HEAD_CORES / 3600, 2) if cores > HEAD_CORES else None,
-        shards=shards, replay_shards=replayed, ms_per_warc_per_shard=per_shard, warcs_per_round=rounds)
+        wall_hours_at_head_pace=round(warcs * cpu_s / (HEAD_CORES - background) / 3600, 2) if cores > HEAD_CORES
+        else None,
+        shards=shards, replay_shards=replayed, ms_per_warc_per_shard=per_shard, warcs_per_round=rounds,
+        background_cores=round(background, 4))
+
+
+def _behind_seconds(replay: dict, base: float, shards: int, replayed: int) -> tuple[float, float]:
+    """The head's CPU per crawl WARC when it is behind (rounds), and the cores of its background. The replay's
+    figure at its own WARC size scales the crawl's one-by-one ``base``: its steady-state work per WARC (past the
+    report's first window, without the background, which is paid per second: :func:`raycorpus.runtime.replay.steady`)
+    where it measured one, else its behind replay's average (background and first window included)."""
+    behind, steady = replay["behind"], replay.get("steady") or {}
+    ms, bg = behind["head_cpu_ms_per_warc"], 0.0
+    if steady.get("work_ms_per_warc"):
+        ms, bg = steady["work_ms_per_warc"], replay["background"]["ms_per_second"] / 1000
+    scaled = base * ms / replay["median"]["head_cpu_ms_per_warc"]  # (the replay's WARC: ~35 k pages)
+    return scaled + max(0.0, behind["ms_per_warc_per_shard"]) * max(0, shards - replayed) / 1000, bg
 
 
 def _index_line(i: dict) -> str:
@@ -298,6 +316,9 @@ def _head_lines(h: HeadPlan, p: dict) -> list[str]:
                   f"shards beyond the replay's {h.replay_shards}")
     behind = (f"; behind, in rounds of {h.warcs_per_round:g} WARCs as the replay measured them (its base scaled "
               "by the replay's rounds against its WARCs one by one)" if h.warcs_per_round else "")
+    if h.background_cores:
+        behind += (f", in its steady state, plus a background of {h.background_cores * 1000:,.1f} ms of CPU per "
+                   "second")
     return [
         f"head          {h.ms_per_warc} ms per WARC + {h.us_per_doc} us per document reaching dedup{shards} (replay; "
         f"model check ratio {h.model_check_ratio}){behind} at {h.reaching_dedup_per_warc:,} of a WARC's "

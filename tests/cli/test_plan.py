@@ -168,6 +168,25 @@ def test_a_head_that_falls_behind_decides_rounds_at_the_replays_rounds_cost():
     assert few["cpu_seconds_per_warc"] == pytest.approx(0.145) and few["warcs_per_round"] is None
 
 
+def test_a_head_behind_in_its_steady_state_pays_its_work_per_warc_and_its_background_per_second():
+    # the replay measured its steady state: 20 ms of work per WARC (against 40 ms one by one) and a background of
+    # 50 ms of CPU per second. Behind: 0.1 x 20 / 40 + 30 x 0.5 ms = 0.065 s per crawl WARC; one head core feeds
+    # (1 - 0.05) x 200 / 0.065 = 2,923 workers; 10,000 workers need 10,000 x 0.065 / 200 + 0.05 = 3.3 head cores
+    behind = {"warcs_per_round": 12.0, "head_cpu_ms_per_warc": 30.0, "ms_per_warc_per_shard": 0.5}
+    replay = {**REPLAY, "model": {**REPLAY["model"], "shards": 2, "ms_per_warc_per_shard": 1.5},
+              "median": {**REPLAY["median"], "head_cpu_ms_per_warc": 40.0}, "behind": behind,
+              "background": {"ms_per_second": 50.0}, "steady": {"work_ms_per_warc": 20.0}}
+    many = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay)
+    h = many["head"]
+    assert h["cpu_seconds_per_warc"] == pytest.approx(0.065) and h["workers_per_core"] == 2923
+    assert h["cores"] == pytest.approx(3.3) and h["background_cores"] == pytest.approx(0.05)
+    assert h["wall_hours_at_head_pace"] == pytest.approx(90_000 * 0.065 / 0.95 / 3600, abs=0.01)
+    assert "in its steady state, plus a background of 50.0 ms of CPU per second" in format_plan(many)
+    # a head that keeps up pays the one-by-one figure, which has the background in it
+    few = plan(COPIES, warcs=90_000, workers=500, shards=32, warc_bytes=1e9, replay=replay)["head"]
+    assert few["cpu_seconds_per_warc"] == pytest.approx(0.145) and few["background_cores"] == 0.0
+
+
 def test_the_cli_plans_several_worker_counts_and_refuses_a_bad_replay(tmp_path):
     bench, replay = tmp_path / "bench.json", tmp_path / "replay.json"
     bench.write_text(json.dumps(COPIES))

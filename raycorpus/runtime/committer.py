@@ -30,7 +30,7 @@ from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.profile import NO_BOUND
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
-from raycorpus.runtime.actors import DocumentWriter, PackerActor, PackerItem, RecordSource
+from raycorpus.runtime.actors import DocumentWriter, PackerActor, PackerItem, RecordSource, needs_documents
 from raycorpus.runtime.closer import ShardWritersLost
 from raycorpus.runtime.cluster import on_this_node
 from raycorpus.runtime.dedup import DedupStage
@@ -338,12 +338,6 @@ def _report_state(cfg: Config, ledger: Ledger, state: LedgerState) -> ReportStat
     report.samples_passed, report.samples_per_reason = r.samples_passed, r.samples_per_reason
     report.config, report.versions = cfg.model_dump(mode="json", exclude_unset=True), versions()  # as written
     return report
-
-
-def needs_documents(cfg: Config) -> bool:
-    """Whether the commit path writes document files (so it needs the documents' text, not only tokens)."""
-    audit = cfg.dedup.enabled and cfg.dedup.audit and cfg.filters.mode != "tag"
-    return cfg.output.documents or "parquet" in cfg.output.format or audit
 
 
 class WriterPool:

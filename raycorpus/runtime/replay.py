@@ -40,7 +40,7 @@ from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.profile import NO_BOUND, PASSED, WarcProfile, smallest
 from raycorpus.process.results import DedupPayload, WarcResult, WarcSummary
 from raycorpus.process.tokenize import TokenEncoder
-from raycorpus.runtime.actors import Measured, eligible_for_dedup, worker_layout, write_keys
+from raycorpus.runtime.actors import Measured, eligible_for_dedup, needs_documents, worker_layout, write_keys
 from raycorpus.runtime.committer import MAX_ROUND
 from raycorpus.runtime.pool import Task, WorkSource
 
@@ -124,6 +124,7 @@ class ReplayWorker(Measured):
         self.cached, self.plan = cached, plan
         self.tag = cfg.filters.mode == "tag"
         self.layout = worker_layout(cfg)
+        self.send_docs = needs_documents(cfg)
         self.sizes = (cfg.output.report.samples_passed, cfg.output.report.samples_per_reason)
         self.storage, self.out_url = Storage(cfg.storage), cfg.output.path
         self.node_id = ray.get_runtime_context().get_node_id()
@@ -133,7 +134,7 @@ class ReplayWorker(Measured):
 
     @ray.method(num_returns=5)
     def process(self, ordinal: int, url: str, part: None = None, bounds: dict | None = None
-                ) -> tuple[None, WarcSummary, list, DedupPayload, WarcTokens]:
+                ) -> tuple[None, WarcSummary, list | None, DedupPayload, WarcTokens]:
         """WARC ``ordinal`` replayed. ``part`` is not used; the report's sample ``bounds`` are applied as a worker
         applies them (it sends no candidate above its pool's bound)."""
         done_at = time.monotonic() + self.plan.pace
@@ -153,7 +154,8 @@ class ReplayWorker(Measured):
         if self.layout is not None:  # and its dedup keys
             write_keys(self.storage, self.out_url, ordinal, payload, self.layout)
         time.sleep(max(0.0, done_at - time.monotonic()))
-        return None, summary, result.docs, payload, staged  # (first: the marker that the call ended)
+        docs = result.docs if self.send_docs else None
+        return None, summary, docs, payload, staged  # (first: the marker that the call ended)
 
 
 def cache_results(cfg: Config, warcs: list[str]) -> tuple[list[WarcResult], float]:

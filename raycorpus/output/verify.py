@@ -16,7 +16,7 @@ from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import SHARDS_DIR, shard_name
 from raycorpus.output.streaming_formats import STREAMING_FORMATS, streaming_format_problems
 from raycorpus.process.dedup.index import DEDUP_DIR, split_gid
-from raycorpus.process.dedup.records import read_record
+from raycorpus.process.dedup.records import RecordReader
 from raycorpus.process.dedup.shardlog import shard_dir
 
 
@@ -123,9 +123,10 @@ def _check_dedup_records(storage: Storage, out_url: str, committed: list[dict], 
     if not indexed:
         return
     wrong = []
+    records = RecordReader(storage, join_url(out_url, DEDUP_DIR))
     for e in indexed:
         try:
-            record, _ = read_record(storage, join_url(out_url, DEDUP_DIR), e["ordinal"])
+            record, _ = records.read(e["ordinal"])
         except NotFound as missing:
             wrong.append(f"WARC #{e['ordinal']}: its dedup record is incomplete: {missing}")
             continue

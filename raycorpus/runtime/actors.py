@@ -23,11 +23,10 @@ from raycorpus.process.dedup.index import (
     Layout,
     LshShard,
     RecordRows,
-    record_name,
 )
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
 from raycorpus.process.dedup.prior import PriorIndex, load_prior
-from raycorpus.process.dedup.records import encode_keys, encode_rows, keys_name, read_record
+from raycorpus.process.dedup.records import RecordReader, RowBlocks, encode_keys, keys_name
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
 from raycorpus.process.document import Document
 from raycorpus.process.pipeline import WarcProcessor
@@ -87,9 +86,10 @@ class WarcWorker(Measured):
                 ) -> tuple[None, WarcSummary, list[Document] | None, DedupPayload, WarcTokens]:
         """The WARC's results, or (``part``) those of one range of it (never in tag mode: the driver does not
         cut a WARC whose worker writes a per-WARC file). The documents only if the commit path writes their text
-        (else None: a WARC's text in the object store costs the driver, its owner, ~0.7 ms per WARC). ``bounds``: the report's sample bounds (see
-        :mod:`raycorpus.process.profile`). First a marker (None) that tells the driver the call ended: it travels
-        with the reply, the other results stay in this node's object store until they are read."""
+        (else None: a WARC's text in the object store costs the driver, its owner, ~0.7 ms per WARC). ``bounds``:
+        the report's sample bounds (see :mod:`raycorpus.process.profile`). First a marker (None) that tells the
+        driver the call ended: it travels with the reply, the other results stay in this node's object store until
+        they are read."""
         stats = self.processor.storage.stats
         before = dict(stats)
         result = self.processor.process(ordinal, url, part, bounds)
@@ -183,8 +183,9 @@ class LshShardActor(Measured):
         self.read = {"files": len(durable.files), "file_bytes": self.log.bytes_read, "records": len(tail),
                      "record_bytes": 0, **({"prior_bytes": prior_bytes} if priors else {})}
         self.docnos = max(durable.docnos, sum(p.docnos for p in priors))  # this build's documents follow theirs
+        records = RecordReader(storage, dedup_url)
         for ordinal in tail:  # committed after the files: replayed from their records, and logged again
-            record, read = read_record(storage, dedup_url, ordinal)
+            record, read = records.read(ordinal)
             self.read["record_bytes"] += read
             self.insert(ordinal, *self.shard.slice_of(record, self.docnos))
             self.docnos += record.gids.size
@@ -271,6 +272,7 @@ class PackerActor(Measured):
             whole_output=not replacement, dedup_files=self._shard_files if cfg.dedup.enabled else None,
             closer=ShardCloser(cfg.storage, cfg.ray.writer_cpus),
         )
+        self.rows = RowBlocks(self.storage, self.dedup_url, self.writer.progress().next_ordinal)
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
         """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the
@@ -298,13 +300,14 @@ class PackerActor(Measured):
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
                attempts: int, record: RecordSource | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
-        ``staged``, after the WARC's dedup ``record`` is durable."""
+        ``staged``; the WARC's dedup ``record`` joins its rows block (durable by the checkpoint that names the
+        WARC, :class:`~raycorpus.process.dedup.records.RowBlocks`)."""
         if record is not None:
             if record.payload is not None:
                 payload = ray.get(record.payload[0])
                 keys = encode_keys(*payload.rows(payload.eligible), self.layout)
                 self.storage.write_atomic(join_url(self.dedup_url, keys_name(ordinal)), keys)
-            self.storage.write_atomic(join_url(self.dedup_url, record_name(ordinal)), encode_rows(record.rows))
+            self.rows.add(ordinal, record.rows)  # durable with the block, by the next checkpoint at the latest
         return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
@@ -322,14 +325,17 @@ class PackerActor(Measured):
             else:
                 position = self.commit(item.ordinal, item.warc, item.summary, next(staged), item.keep,
                                        item.attempts, item.record)
+        self.rows.passed(position.next_ordinal)
         return position
 
     def checkpoint(self, flushes: list | None = None, report: bytes | None = None) -> Position:
         """Make everything committed durable; ``flushes``: the LSH shards' flush calls (ObjectRefs in a list,
         so a lost shard fails only its own); ``report``: the report's data as of here."""
         self._flushes = flushes
+        self.rows.flush()
         return self.writer.checkpoint(report=report)
 
     def finish(self, flushes: list | None = None, report: bytes | None = None) -> Position:
         self._flushes = flushes
+        self.rows.flush()
         return self.writer.finish(report)

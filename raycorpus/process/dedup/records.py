@@ -3,12 +3,16 @@
 - ``dedup/NNNNNNNNN.keys.npz``: the keys of every document the WARC brought to dedup (content hashes, 32-bit
   signatures, URL keys), written by the worker that processed it, before it returned (off the head). Same input,
   same bytes: a retried WARC writes the same file again.
-- ``dedup/NNNNNNNNN.npz``: which of those documents the index took, and which of them as near duplicates (one
-  bit each), written by the packer when the WARC is committed.
+- ``dedup/rows-BBBBBBBBB.npz``: which of those documents the index took, and which of them as near duplicates (one
+  bit each), for the committed WARCs of a block of :data:`BLOCK_WARCS` ordinals (block ``ordinal // BLOCK_WARCS``),
+  written by the packer (:class:`RowBlocks`): once the block's last WARC is committed, and at every checkpoint that
+  ends inside it (so the rows a checkpoint names are durable). One write per block, not per WARC: on S3 a PUT
+  costs the packer 2-3 ms of CPU and more of wall time. The final bytes hold the block's committed WARCs in ordinal
+  order, whatever the rounds, checkpoints or restarts.
 
 Together they give the WARC's :class:`IndexRecord`, which rebuilds a lost LSH shard (its files plus the records
-of the WARCs committed after them). A record written before the split (every field in ``NNNNNNNNN.npz``) reads
-as before."""
+of the WARCs committed after them). Outputs written before the blocks keep one rows file per WARC,
+``dedup/NNNNNNNNN.npz``, and those before the split every field in it: both read as before."""
 
 from __future__ import annotations
 
@@ -16,8 +20,14 @@ import io
 
 import numpy as np
 
-from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.process.dedup.index import IndexRecord, Layout, RecordRows, decode_record, make_gids, record_name
+
+BLOCK_WARCS = 16  # WARC ordinals per rows file
+
+
+def block_name(block: int) -> str:
+    return f"rows-{block:09d}.npz"
 
 
 def keys_name(ordinal: int) -> str:
@@ -70,11 +80,108 @@ def join_record(ordinal: int, rows: RecordRows, keys: bytes) -> IndexRecord:
                        None if urls is None else urls[i], rows.near)
 
 
+def encode_block(rows: dict[int, RecordRows]) -> bytes:
+    """The rows of a block's committed WARCs (each as :func:`encode_rows` packs it), in ordinal order."""
+    ordinals = sorted(rows)
+    index = [np.packbits(np.asarray(rows[o].index, bool)) for o in ordinals]
+    near = [np.packbits(np.asarray(rows[o].near, bool)) for o in ordinals if rows[o].near is not None]
+    arrays = {"ordinals": np.array(ordinals, np.uint64),
+              "n": np.array([rows[o].index.size for o in ordinals], np.uint64),
+              "n_near": np.array([-1 if rows[o].near is None else rows[o].near.size for o in ordinals], np.int64),
+              "index": np.concatenate(index or [np.zeros(0, np.uint8)]),
+              "near": np.concatenate(near or [np.zeros(0, np.uint8)])}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def decode_block(data: bytes) -> dict[int, RecordRows]:
+    with np.load(io.BytesIO(data)) as z:
+        ordinals, n, n_near, index, near = (z[k] for k in ("ordinals", "n", "n_near", "index", "near"))
+    out, at, at_near = {}, 0, 0
+    for ordinal, size, size_near in zip(ordinals.tolist(), n.tolist(), n_near.tolist(), strict=True):
+        nbytes = -(-size // 8)
+        bits = np.unpackbits(index[at : at + nbytes], count=size).astype(bool)
+        at += nbytes
+        near_bits = None
+        if size_near >= 0:
+            nbytes = -(-size_near // 8)
+            near_bits = np.unpackbits(near[at_near : at_near + nbytes], count=size_near).astype(bool)
+            at_near += nbytes
+        out[ordinal] = RecordRows(bits, near_bits)
+    return out
+
+
+class RowBlocks:
+    """The packer's side of the rows files: the current block's rows, written when its last WARC is committed
+    (:meth:`passed`) or a checkpoint ends inside it (:meth:`flush`). A packer that starts inside a block (a resumed
+    build, a replacement) takes the rows of its WARCs below ``next_ordinal`` from the file the last checkpoint
+    wrote; rows of WARCs past it (a block completed after that checkpoint) are committed again, the same."""
+
+    def __init__(self, storage: Storage, dedup_url: str, next_ordinal: int):
+        self.storage, self.dedup_url = storage, dedup_url
+        self.block = next_ordinal // BLOCK_WARCS
+        self.rows: dict[int, RecordRows] = {}
+        self.unwritten = False
+        if next_ordinal % BLOCK_WARCS:
+            try:
+                written = decode_block(storage.read_bytes(self._url(self.block)))
+            except NotFound:
+                written = {}
+            self.rows = {o: r for o, r in written.items() if o < next_ordinal}
+            self.unwritten = len(self.rows) != len(written)  # (rewritten without them, as an undisturbed build)
+
+    def add(self, ordinal: int, rows: RecordRows) -> None:
+        self.passed(ordinal)
+        self.rows[ordinal] = rows
+        self.unwritten = True
+
+    def passed(self, next_ordinal: int) -> None:
+        """Every WARC below ``next_ordinal`` is committed: the blocks before its own are complete."""
+        if next_ordinal // BLOCK_WARCS > self.block:
+            self.flush()
+            self.block, self.rows = next_ordinal // BLOCK_WARCS, {}
+
+    def flush(self) -> None:
+        if self.unwritten:
+            self.storage.write_atomic(self._url(self.block), encode_block(self.rows))
+            self.unwritten = False
+
+    def _url(self, block: int) -> str:
+        return join_url(self.dedup_url, block_name(block))
+
+
+class RecordReader:
+    """Committed WARCs' records (:func:`read_record`), reading each rows block once for a run of ordinals."""
+
+    def __init__(self, storage: Storage, dedup_url: str):
+        self.storage, self.dedup_url = storage, dedup_url
+        self._block: tuple[int, dict[int, RecordRows], int] | None = None  # (block, its rows, its bytes)
+
+    def read(self, ordinal: int) -> tuple[IndexRecord, int]:
+        """WARC ``ordinal``'s record (any form) and the bytes read for it (a block's, the first time)."""
+        rows, read = self.rows(ordinal)
+        if rows is None:  # before the blocks: a file per WARC
+            data = self.storage.read_bytes(join_url(self.dedup_url, record_name(ordinal)))
+            rows, read = decode_rows(data), len(data)
+            if rows is None:
+                return decode_record(data), read
+        keys = self.storage.read_bytes(join_url(self.dedup_url, keys_name(ordinal)))
+        return join_record(ordinal, rows, keys), read + len(keys)
+
+    def rows(self, ordinal: int) -> tuple[RecordRows | None, int]:
+        """WARC ``ordinal``'s rows from its block (None: not in one) and the bytes read for them."""
+        block = ordinal // BLOCK_WARCS
+        read = 0
+        if self._block is None or self._block[0] != block:
+            try:
+                data = self.storage.read_bytes(join_url(self.dedup_url, block_name(block)))
+                self._block, read = (block, decode_block(data), len(data)), len(data)
+            except NotFound:
+                self._block = (block, {}, 0)
+        return self._block[1].get(ordinal), read
+
+
 def read_record(storage: Storage, dedup_url: str, ordinal: int) -> tuple[IndexRecord, int]:
-    """WARC ``ordinal``'s record (either form) and the bytes read for it."""
-    data = storage.read_bytes(join_url(dedup_url, record_name(ordinal)))
-    rows = decode_rows(data)
-    if rows is None:
-        return decode_record(data), len(data)
-    keys = storage.read_bytes(join_url(dedup_url, keys_name(ordinal)))
-    return join_record(ordinal, rows, keys), len(data) + len(keys)
+    """WARC ``ordinal``'s record (any form) and the bytes read for it."""
+    return RecordReader(storage, dedup_url).read(ordinal)

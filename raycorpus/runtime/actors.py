@@ -37,6 +37,7 @@ from raycorpus.process.tagrecord import TagRecord, unwritable_texts, write_tag_r
 from raycorpus.process.tokenize import TokenEncoder
 from raycorpus.runtime import faults
 from raycorpus.runtime.closer import ShardCloser
+from raycorpus.runtime.cluster import freeze_heap
 from raycorpus.runtime.metrics import Metrics
 
 
@@ -273,6 +274,7 @@ class PackerActor(Measured):
             closer=ShardCloser(cfg.storage, cfg.ray.writer_cpus),
         )
         self.rows = RowBlocks(self.storage, self.dedup_url, self.writer.progress().next_ordinal)
+        freeze_heap()  # (this process lives for the build)
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
         """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import gc
 import logging
 import os
 import signal
@@ -16,6 +18,24 @@ from raycorpus.config import Config
 log = logging.getLogger("raycorpus")
 
 _owned = False  # init_ray called ray.init in this process (not a caller that had Ray running already)
+
+
+def freeze_heap() -> None:
+    """Move every object alive now (modules, Ray's, a process's set-up) out of the garbage collector's full passes.
+    A head process (the driver, the packer) keeps allocating per WARC; each full pass went over those ~10^5
+    start-up objects again (~60 ms, every ~100 WARCs, in each). Collected first, so no garbage is kept."""
+    gc.collect()
+    gc.freeze()
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """:func:`freeze_heap` for a block (a build in a process that goes on after it: the CLI's, a test's)."""
+    freeze_heap()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def init_ray(cfg: Config) -> None:

@@ -34,7 +34,7 @@ from raycorpus.process.filters.base import FILTER_RULES
 from raycorpus.process.tagrecord import write_tag_config
 from raycorpus.process.tokenize import load_tokenizer
 from raycorpus.runtime.actors import WarcWorker, cpu_seconds, peak_rss_mb
-from raycorpus.runtime.cluster import init_ray
+from raycorpus.runtime.cluster import frozen_heap, init_ray
 from raycorpus.runtime.committer import Committer
 from raycorpus.runtime.follow import Follower, accept_grown, manifest_lines
 from raycorpus.runtime.metrics import Metrics, RunState
@@ -194,11 +194,12 @@ class _Build:
         try:
             self.pool.wait_until_any_ready()
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
-            t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
-            cpu_start = {"driver": cpu_seconds(), **self._cpu()}
-            self._loop(progress)
-            while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
-                self._follow(progress)
+            with frozen_heap():
+                t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
+                cpu_start = {"driver": cpu_seconds(), **self._cpu()}
+                self._loop(progress)
+                while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
+                    self._follow(progress)
             if self.committer.dedup is not None:  # each LSH shard's slice as one file, which the final checkpoint
                 self.committer.dedup.compact(self.committer.next_commit)  # names
             self.committer.finish()

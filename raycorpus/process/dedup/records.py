@@ -47,7 +47,9 @@ def encode_keys(hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | 
 
 
 def encode_rows(rows: RecordRows) -> bytes:
-    """The packer's part: which decided documents the index took (and which of those are near duplicates)."""
+    """One WARC's rows as the packer wrote them before the blocks (``NNNNNNNNN.npz``): which decided documents the
+    index took (and which of those are near duplicates). The packer now writes blocks (:func:`encode_block`);
+    this stays the definition of the older files that :class:`RecordReader` still reads."""
     index = np.asarray(rows.index, bool)
     arrays = {"n": np.array([index.size], np.uint64), "index": np.packbits(index)}
     if rows.near is not None:

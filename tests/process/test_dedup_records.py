@@ -164,6 +164,10 @@ def test_a_packer_that_starts_inside_a_block_keeps_what_its_checkpoint_wrote_and
     blocks = RowBlocks(Storage(), str(crashed), 34)
     blocks.flush()
     assert decode_ordinals(crashed / block_name(2)) == [32, 33]
+    # resumed at the block's first WARC, and ended there (its WARCs failed this time): the block is gone
+    blocks = RowBlocks(Storage(), str(crashed), 32)
+    blocks.flush()
+    assert not (crashed / block_name(2)).exists() and (crashed / block_name(1)).exists()
 
 
 def decode_ordinals(path) -> list[int]:

@@ -116,22 +116,20 @@ def decode_block(data: bytes) -> dict[int, RecordRows]:
 
 class RowBlocks:
     """The packer's side of the rows files: the current block's rows, written when its last WARC is committed
-    (:meth:`passed`) or a checkpoint ends inside it (:meth:`flush`). A packer that starts inside a block (a resumed
-    build, a replacement) takes the rows of its WARCs below ``next_ordinal`` from the file the last checkpoint
-    wrote; rows of WARCs past it (a block completed after that checkpoint) are committed again, the same."""
+    (:meth:`passed`) or a checkpoint ends inside it (:meth:`flush`). A packer that starts (a resumed build, a
+    replacement) takes the rows of its block's WARCs below ``next_ordinal`` from the file the last checkpoint
+    wrote; rows past it (a block completed after that checkpoint) go at the next flush, and are committed again,
+    the same, as the build goes on."""
 
     def __init__(self, storage: Storage, dedup_url: str, next_ordinal: int):
         self.storage, self.dedup_url = storage, dedup_url
         self.block = next_ordinal // BLOCK_WARCS
-        self.rows: dict[int, RecordRows] = {}
-        self.unwritten = False
-        if next_ordinal % BLOCK_WARCS:
-            try:
-                written = decode_block(storage.read_bytes(self._url(self.block)))
-            except NotFound:
-                written = {}
-            self.rows = {o: r for o, r in written.items() if o < next_ordinal}
-            self.unwritten = len(self.rows) != len(written)  # (rewritten without them, as an undisturbed build)
+        try:
+            written = decode_block(storage.read_bytes(self._url(self.block)))
+        except NotFound:
+            written = {}
+        self.rows: dict[int, RecordRows] = {o: r for o, r in written.items() if o < next_ordinal}
+        self.unwritten = len(self.rows) != len(written)  # (rewritten without them, as an undisturbed build)
 
     def add(self, ordinal: int, rows: RecordRows) -> None:
         self.passed(ordinal)
@@ -146,7 +144,10 @@ class RowBlocks:
 
     def flush(self) -> None:
         if self.unwritten:
-            self.storage.write_atomic(self._url(self.block), encode_block(self.rows))
+            if self.rows:
+                self.storage.write_atomic(self._url(self.block), encode_block(self.rows))
+            else:  # only rows past the checkpoint were there: an undisturbed build has no such file
+                self.storage.delete(self._url(self.block))
             self.unwritten = False
 
     def _url(self, block: int) -> str:

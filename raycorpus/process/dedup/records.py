@@ -159,7 +159,7 @@ class RecordReader:
 
     def __init__(self, storage: Storage, dedup_url: str):
         self.storage, self.dedup_url = storage, dedup_url
-        self._block: tuple[int, dict[int, RecordRows], int] | None = None  # (block, its rows, its bytes)
+        self._block: tuple[int, dict[int, RecordRows]] | None = None  # (block, its rows): the last one read
 
     def read(self, ordinal: int) -> tuple[IndexRecord, int]:
         """WARC ``ordinal``'s record (any form) and the bytes read for it (a block's, the first time)."""
@@ -179,9 +179,9 @@ class RecordReader:
         if self._block is None or self._block[0] != block:
             try:
                 data = self.storage.read_bytes(join_url(self.dedup_url, block_name(block)))
-                self._block, read = (block, decode_block(data), len(data)), len(data)
+                self._block, read = (block, decode_block(data)), len(data)
             except NotFound:
-                self._block = (block, {}, 0)
+                self._block = (block, {})
         return self._block[1].get(ordinal), read
 
 

@@ -94,7 +94,7 @@ def test_every_accepted_line_resolves_under_the_base(tmp_path):
 OUTPUT_PATH = re.compile(  # the output layout: every name is a role or an ordinal / shard number
     r"^(run|summary|lock)\.json$|^ledger/ckpt-\d{9}\.json$|^ledger/entries-L\d+-\d{9}-\d{9}\.json$"
     r"|^(dedup|documents|exclusions)/(dedup-)?\d{9}\.(npz|keys\.npz|jsonl\.zst|parquet)$"
-    r"|^dedup/shard-\d{4}/L\d+-\d{9}-\d{9}\.npz$"
+    r"|^dedup/shard-\d{4}/L\d+-\d{9}-\d{9}\.npz$|^dedup/rows-\d{9}\.npz$"
     r"|^(shards|open|megatron|datatrove|packed)/shard-\d{6}[\w.-]*$"
     r"|^report/state-\d{9}\.json\.zst$"
 )

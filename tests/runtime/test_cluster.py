@@ -306,7 +306,8 @@ def test_results_waiting_for_commit_survive_the_loss_of_their_node(big_crawl, bi
     assert len(run["warcs_by_node"]) == 2 and min(run["warcs_by_node"].values()) >= 2
     # the lost node's buffered results (2 or more) were committed, not processed again; only a WARC finishing as
     # the node died may have lost its results on the way to the driver's node, and is then processed again
-    assert run["results_lost"] <= 1 and run["processed"] == N_WARCS + run["results_lost"]
+    # (counted as processed twice if its summary had arrived, once if the summary went with the node too)
+    assert run["results_lost"] <= 1 and N_WARCS <= run["processed"] <= N_WARCS + run["results_lost"]
 
 
 def alive_worker_nodes(cluster: LocalCluster) -> int:

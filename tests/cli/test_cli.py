@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.cli import cli
 from tests.support.corpus import shard_digests
 from tests.support.paths import REPO, SHARED_WARC
@@ -32,7 +34,19 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     r = cli("summary", str(demo / "corpus"))
     assert r.returncode == 0 and "4 committed" in r.stdout
 
-    # the benchmark, as a smoke run (figures are printed, not asserted: timings here are noisy)
+    r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
+    assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout
+
+
+@pytest.mark.slow
+def test_bench_smoke_runs_on_the_shipped_demo_config(tmp_path, ray_address):
+    """`raycorpus bench` on the demo's crawl: the chain, the formats, 1 -> 2 workers, WET against WARC and the
+    fixed cost of a one-WARC run (figures are printed, not asserted: timings here are noisy)."""
+    (tmp_path / "configs").mkdir()
+    shutil.copy(REPO / "configs" / "demo.yaml", tmp_path / "configs" / "demo.yaml")
+    r = cli("demo", "--dir", str(tmp_path / "raycorpus-demo"), "--progress", "off")
+    assert r.returncode == 0, r.stderr[-3000:]
+
     r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "2", "--repeats", "1", "--copies", "1",
             "--save", str(tmp_path / "bench.json"))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -64,8 +78,6 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
     st = json.loads(r.stdout)["startup"]
     assert st["processing_seconds"] > 0 and st["fixed_seconds"] > 0 and len(st["fixed_runs"]) == 1
 
-    r = cli("inspect", str(demo / "corpus"), "--ctx-len", "64", "--row", "1")
-    assert r.returncode == 0 and "window 1 (ctx_len 64)" in r.stdout and "mask:" in r.stdout
 
 
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
@@ -84,6 +96,7 @@ def test_run_without_the_sample_explains(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_eval_prints_extraction_and_langid_tables():
     from tests.support.paths import SHARED, need_shared
 

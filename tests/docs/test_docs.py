@@ -18,7 +18,7 @@ from tests.support.paths import REPO
 README = REPO / "README.md"
 QUICK_START = (
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && raycorpus demo",
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest -q",
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest -q -m \"not slow\"",
 )
 README_MAX_LINES = 250
 

@@ -38,6 +38,7 @@ def _check_halves(ns: nearset.NearSet) -> None:
     assert not np.array_equal(half, other)  # the seed decides
 
 
+@pytest.mark.slow
 def test_the_split_is_by_cluster_deterministic_and_seeded():
     old = nearset.build(need_shared(EXTRACTION), every=40)
     _check_halves(old)
@@ -51,6 +52,7 @@ def test_the_split_is_by_cluster_deterministic_and_seeded():
     assert sub.halves().all()
 
 
+@pytest.mark.slow
 def test_the_web_sets_labels_are_the_exact_jaccard():
     """Every pair within a page is labelled, and every pair of the set with J >= 0.8 (checked by brute force);
     each label is the Jaccard of the two word-5-gram sets."""
@@ -78,6 +80,7 @@ def test_the_web_sets_labels_are_the_exact_jaccard():
     assert np.array_equal(truth, ns.true_duplicate)
 
 
+@pytest.mark.slow
 def test_the_rule_chooses_on_the_tuning_halves():
     points = [(14, 8, "oph 1536x1"), (14, 8, "oph 768x2"), (14, 6, "oph 768x2")]
     sets = {"extraction": nearset.build(need_shared(EXTRACTION), every=40), "web": _web(every=12)}

@@ -501,6 +501,7 @@ def english(texts):
     return out
 
 
+@pytest.mark.slow
 def test_real_pages(pages):
     for text in pages[::5]:
         assert_modes_agree(text)

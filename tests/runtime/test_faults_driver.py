@@ -82,8 +82,8 @@ KILL_POINTS = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("point", list(KILL_POINTS))
+@pytest.mark.parametrize("point", [  # one point in the quick tier, the others in the long one (-m slow)
+    pytest.param(p, marks=() if p == "mid_warc" else pytest.mark.slow) for p in KILL_POINTS])
 def test_driver_killed_at_a_point_resumes_to_identical_output(point, reference, crawl, tmp_path):
     c, tok = crawl
     ref_out, ref_summary = reference

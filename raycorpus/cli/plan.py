@@ -196,7 +196,26 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
                 for n in SHARD_CHOICES]
     if pipe and str(workers) in pipe and n_bench:
         out["check"] = _check(chain, pipe, workers, eff, n_bench)
+    if replay and (replay_check := _replay_check(replay)):
+        out["replay_check"] = replay_check
     return out
+
+
+def _replay_check(replay: dict) -> dict | None:
+    """The planner at the replay's own WARC (its pages, its documents reaching dedup, the worker cost per page it
+    measured, its shard count) against the most workers per head core the replay measured: how far the planner's
+    arithmetic (the head model, the behind and steady scaling, the background) is from the replay it reads. None
+    for a replay JSON that does not record its WARC's shape or worker cost."""
+    pages, ms_per_page = replay.get("pages_per_warc"), replay.get("worker_ms_per_page")
+    measured = (replay.get("steady") or {}).get("workers_per_head_core") or (replay.get("behind") or {}).get(
+        "workers_per_head_core") or replay["median"].get("workers_per_head_core")
+    if not (pages and ms_per_page and measured):
+        return None
+    shards = replay["model"].get("shards") or replay.get("shards") or 1
+    planned = _head(replay, pages, replay["reaching_dedup_per_warc"] / pages, 1, ms_per_page * pages / 1000, 1,
+                    shards).workers_per_core
+    return {"pages_per_warc": pages, "worker_ms_per_page": ms_per_page, "shards": shards, "planned": planned,
+            "measured": round(measured), "ratio": round(planned / measured, 3)}
 
 
 def _warnings(f: Funnel, gets_per_second: float, index_bytes: float, shards: int) -> list[str]:
@@ -360,6 +379,12 @@ def format_plan(p: dict) -> str:
         c = p["check"]
         lines.append(f"check         predicted {c['predicted_seconds_per_warc']} s per benchmarked WARC at "
                      f"{p['workers']} workers, measured {c['measured_seconds_per_warc']} (ratio {c['ratio']})")
+    if "replay_check" in p:
+        r = p["replay_check"]
+        lines.append(f"replay check  at the replay's own WARC ({r['pages_per_warc']:,} pages, "
+                     f"{r['worker_ms_per_page']} ms per page, {r['shards']} shard(s)) the planner says one head "
+                     f"core feeds ~{r['planned']:,} workers, the replay measured ~{r['measured']:,} "
+                     f"(ratio {r['ratio']})")
     lines += [f"WARNING       {x}" for x in p["warnings"]]
     return "\n".join(lines)
 

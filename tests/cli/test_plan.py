@@ -187,6 +187,26 @@ def test_a_head_behind_in_its_steady_state_pays_its_work_per_warc_and_its_backgr
     assert few["cpu_seconds_per_warc"] == pytest.approx(0.145) and few["background_cores"] == 0.0
 
 
+def test_the_planner_at_the_replays_own_warc_is_checked_against_what_the_replay_measured():
+    # the replay's WARC: 10,000 pages, 2,000 reaching dedup, 5 ms per page on a worker (50 s per WARC), 2 shards.
+    # One by one the model gives 20 ms + 10 us x 2,000 = 40 ms, the replay's own figure, so behind it pays its
+    # steady 20 ms of work per WARC: one head core feeds (1 - 0.05) x 50 / 0.020 = 2,375 workers; it measured 2,500
+    behind = {"warcs_per_round": 12.0, "head_cpu_ms_per_warc": 30.0, "ms_per_warc_per_shard": 0.5}
+    replay = {**REPLAY, "model": {**REPLAY["model"], "shards": 2, "ms_per_warc_per_shard": 1.5},
+              "median": {**REPLAY["median"], "head_cpu_ms_per_warc": 40.0}, "behind": behind,
+              "background": {"ms_per_second": 50.0},
+              "steady": {"work_ms_per_warc": 20.0, "workers_per_head_core": 2500},
+              "pages_per_warc": 10_000, "reaching_dedup_per_warc": 2000.0, "worker_ms_per_page": 5.0}
+    p = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=replay)
+    assert p["replay_check"] == {"pages_per_warc": 10_000, "worker_ms_per_page": 5.0, "shards": 2, "planned": 2375,
+                                 "measured": 2500, "ratio": 0.95}
+    assert ("replay check  at the replay's own WARC (10,000 pages, 5.0 ms per page, 2 shard(s)) the planner says one "
+            "head core feeds ~2,375 workers, the replay measured ~2,500 (ratio 0.95)") in format_plan(p)
+    # a replay JSON that does not record its WARC's shape: no check, and the plan says nothing of one
+    old = plan(COPIES, warcs=90_000, workers=10_000, shards=32, warc_bytes=1e9, replay=REPLAY)
+    assert "replay_check" not in old and "replay check" not in format_plan(old)
+
+
 def test_the_cli_plans_several_worker_counts_and_refuses_a_bad_replay(tmp_path):
     bench, replay = tmp_path / "bench.json", tmp_path / "replay.json"
     bench.write_text(json.dumps(COPIES))

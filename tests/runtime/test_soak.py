@@ -10,6 +10,8 @@ node's raylet SIGKILLed. A failing round is replayed alone with
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.soak import Input, draw_fault, run_soak, summarize
 
 SEED = 0
@@ -21,6 +23,7 @@ def test_the_draw_is_a_function_of_the_seed():
     assert draw_fault(SEED + 1, 8) == draw_fault(SEED + 1, 8)
 
 
+@pytest.mark.integration  # a 3-node loopback cluster, SeaweedFS and an HTTP server, in the quick tier
 def test_three_soak_rounds_end_with_the_undisturbed_bytes(crawl, tmp_path):
     c, tok = crawl
     results = run_soak(Input(c.manifest_path, tok), [0, 1, 2], SEED, tmp_path, log=print)

@@ -211,11 +211,11 @@ def _replay_check(replay: dict) -> dict | None:
         "workers_per_head_core") or replay["median"].get("workers_per_head_core")
     if not (pages and ms_per_page and measured):
         return None
-    shards = replay["model"].get("shards") or replay.get("shards") or 1
-    planned = _head(replay, pages, replay["reaching_dedup_per_warc"] / pages, 1, ms_per_page * pages / 1000, 1,
-                    shards).workers_per_core
-    return {"pages_per_warc": pages, "worker_ms_per_page": ms_per_page, "shards": shards, "planned": planned,
-            "measured": round(measured), "ratio": round(planned / measured, 3)}
+    h = _head(replay, pages, replay["reaching_dedup_per_warc"] / pages, workers=1,
+              worker_s_per_warc=ms_per_page * pages / 1000, warcs=1)  # (no shard beyond the replay's own)
+    return {"pages_per_warc": pages, "worker_ms_per_page": ms_per_page, "shards": h.replay_shards,
+            "planned": h.workers_per_core, "measured": round(measured),
+            "ratio": round(h.workers_per_core / measured, 3)}
 
 
 def _warnings(f: Funnel, gets_per_second: float, index_bytes: float, shards: int) -> list[str]:

@@ -13,12 +13,19 @@ from tests.support.corpus import shard_digests
 from tests.support.paths import REPO, SHARED_WARC
 
 
-def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
+def _demo(tmp_path):
+    """`raycorpus demo` into ``tmp_path/raycorpus-demo``, beside a copy of the shipped `configs/demo.yaml` that
+    points at it; the finished process."""
     (tmp_path / "configs").mkdir()
     shutil.copy(REPO / "configs" / "demo.yaml", tmp_path / "configs" / "demo.yaml")
-    demo = tmp_path / "raycorpus-demo"
-    r = cli("demo", "--dir", str(demo), "--progress", "off")
+    r = cli("demo", "--dir", str(tmp_path / "raycorpus-demo"), "--progress", "off")
     assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
+    demo = tmp_path / "raycorpus-demo"
+    r = _demo(tmp_path)
     out = r.stdout
     assert "sample crawl: 4 WARC files" in out
     assert "4 committed, 0 failed" in out and "documents" in out and "kept" in out
@@ -42,11 +49,7 @@ def test_demo_then_run_the_shipped_demo_config(tmp_path, ray_address):
 def test_bench_smoke_runs_on_the_shipped_demo_config(tmp_path, ray_address):
     """`raycorpus bench` on the demo's crawl: the chain, the formats, 1 -> 2 workers, WET against WARC and the
     fixed cost of a one-WARC run (figures are printed, not asserted: timings here are noisy)."""
-    (tmp_path / "configs").mkdir()
-    shutil.copy(REPO / "configs" / "demo.yaml", tmp_path / "configs" / "demo.yaml")
-    r = cli("demo", "--dir", str(tmp_path / "raycorpus-demo"), "--progress", "off")
-    assert r.returncode == 0, r.stderr[-3000:]
-
+    _demo(tmp_path)
     r = cli("bench", str(tmp_path / "configs" / "demo.yaml"), "--warcs", "2", "--repeats", "1", "--copies", "1",
             "--save", str(tmp_path / "bench.json"))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -77,7 +80,6 @@ def test_bench_smoke_runs_on_the_shipped_demo_config(tmp_path, ray_address):
     assert r.returncode == 0, r.stderr[-3000:]
     st = json.loads(r.stdout)["startup"]
     assert st["processing_seconds"] > 0 and st["fixed_seconds"] > 0 and len(st["fixed_runs"]) == 1
-
 
 
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path):

@@ -68,3 +68,33 @@ def test_repeats_are_the_keys_several_warcs_share_in_order():
     assert Repeats.of(keys[:3], warc[:3], pos[:3]).group.size == 0  # one WARC: nothing to repeat
     joined = Repeats.join([r, Repeats.none(), r])
     assert joined.groups == 6 and joined.group[-1] == 5
+
+
+def _repeats_by_one_sort(keys: np.ndarray, warc: np.ndarray, pos: np.ndarray) -> list[tuple[int, int, int]]:
+    """(group, WARC, position) of every key several WARCs hold, from one stable sort of all the keys."""
+    order = np.argsort(keys, kind="stable")
+    out, group = [], 0
+    for key in np.unique(keys):
+        at = order[keys[order] == key]
+        if len(set(warc[at].tolist())) > 1:
+            out += [(group, int(warc[i]), int(pos[i])) for i in at]
+            group += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repeats_of_hashed_keys_match_one_sort_of_them_all(seed):
+    """Only the keys that may repeat are sorted stably (those whose top bits a repeated key has): the groups are those
+    of sorting every key, with keys that share their top bits and are not repeated among them."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    keys = rng.integers(1, 2**64 - 1, n, dtype=np.uint64)
+    at = rng.choice(n, 640, replace=False)
+    keys[at[:300]] = keys[at[300:600]]  # repeated keys, within a WARC and across WARCs
+    keys[at[600:]] = keys[at[:40]] ^ np.uint64(1)  # a repeated key's top bits, not repeated
+    warc = np.sort(rng.integers(0, 6, n)).astype(np.uint16)
+    pos = np.arange(n, dtype=np.uint32)
+    r = Repeats.of(keys, warc, pos)
+    got = list(zip(r.group.tolist(), r.warc.tolist(), r.pos.tolist(), strict=True))
+    assert got == _repeats_by_one_sort(keys, warc, pos)
+    assert r.groups > 50

@@ -154,6 +154,10 @@ class Repeats:
         """From keys in (WARC, position) order, each with its WARC and position."""
         if keys.size < 2 or warc[0] == warc[-1]:
             return cls.none()
+        maybe = _maybe_repeated(keys)  # (the stable sort below costs ~7x a plain one: it sorts only these)
+        keys, warc, pos = keys[maybe], warc[maybe], pos[maybe]
+        if keys.size < 2:
+            return cls.none()
         order = np.argsort(keys, kind="stable")  # by key, then (WARC, position)
         sk, sw = keys[order], warc[order]
         new = np.r_[True, sk[1:] != sk[:-1]]
@@ -178,6 +182,22 @@ class Repeats:
         offsets = np.cumsum([0] + [p.groups for p in parts[:-1]])
         return cls(np.concatenate([p.warc for p in parts]), np.concatenate([p.pos for p in parts]),
                    np.concatenate([p.group + o for p, o in zip(parts, offsets, strict=True)]))
+
+
+_PREFIX_BITS = 22  # a 4 MiB map of the repeated keys' top bits
+
+
+def _maybe_repeated(keys: np.ndarray) -> np.ndarray:
+    """The positions (ascending) of every key that occurs more than once, and of a few that do not (those whose top
+    ``_PREFIX_BITS`` bits a repeated key has): found with a plain sort of the keys and a map of those bits."""
+    s = np.sort(keys)
+    twice = s[1:][s[1:] == s[:-1]]
+    if not twice.size:
+        return np.zeros(0, np.intp)
+    shift = np.uint64(64 - _PREFIX_BITS)
+    mark = np.zeros(1 << _PREFIX_BITS, bool)
+    mark[twice >> shift] = True
+    return np.flatnonzero(mark[keys >> shift])
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,8 @@ class ThisRun(_Part):
     peak_rss_mb: dict[str, float] | None = _measured()
     """Peak resident memory per role (the largest process of each), in MB."""
     cpu_seconds: dict[str, float] | None = _measured()
-    """CPU seconds of this run per role of the commit path (driver, packer, LSH shards, shard-closing tasks)."""
+    """CPU seconds of this run per role of the commit path (driver, packer, LSH shards, shard-closing tasks), and
+    ``lsh_compact``: the LSH shards' share spent on the end of the build's compaction (one file per shard)."""
     docs_per_second: float | None = _measured()
     """Documents written per processing second."""
     tokens_per_second: float | None = _measured()

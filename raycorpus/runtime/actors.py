@@ -184,6 +184,7 @@ class LshShardActor(Measured):
         self.read = {"files": len(durable.files), "file_bytes": self.log.bytes_read, "records": len(tail),
                      "record_bytes": 0, **({"prior_bytes": prior_bytes} if priors else {})}
         self.docnos = max(durable.docnos, sum(p.docnos for p in priors))  # this build's documents follow theirs
+        self.compact_cpu = 0.0  # CPU seconds of the end of the build's compaction (not a cost per WARC)
         records = RecordReader(storage, dedup_url)
         for ordinal in tail:  # committed after the files: replayed from their records, and logged again
             record, read = records.read(ordinal)
@@ -224,7 +225,13 @@ class LshShardActor(Measured):
         """The end of the build: the slice as one file (see :meth:`ShardLog.compact`), after the last WARC's
         ``insert`` if it was not sent yet."""
         self._take(insert)
-        return self.log.compact(upto, docnos)
+        before = cpu_seconds()
+        files = self.log.compact(upto, docnos)
+        self.compact_cpu += cpu_seconds() - before
+        return files
+
+    def compact_cpu_seconds(self) -> float:
+        return self.compact_cpu
 
     def stats(self) -> dict:
         return self.shard.stats()

@@ -284,7 +284,8 @@ class _Build:
         """The commit path's CPU seconds by role (the pool's workers come and go: not counted), and the
         shard-closing tasks' (off the head)."""
         closing = _per_role({"shard_closing": [self.committer.packer]}, "closing_cpu_seconds", sum)
-        return {**_cpu_by_role(self.committer.actors()), **closing}
+        compact = _per_role({"lsh_compact": self.committer.actors()["lsh_shards"]}, "compact_cpu_seconds", sum)
+        return {**_cpu_by_role(self.committer.actors()), **closing, **compact}
 
     def _run_stats(self, wall: float, t_start: float) -> ThisRun:
         c, s = self.committer, self.dispatcher.stats

@@ -87,6 +87,8 @@ def test_a_shard_no_node_can_hold_stops_the_run_resumably(reference, crawl, tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["this_run"]["resumed_at"] == before.next_ordinal
+    cpu = summary["this_run"]["cpu_seconds"]  # the end of the build's compaction: a share of the shards' CPU
+    assert 0 <= cpu["lsh_compact"] <= cpu["lsh_shards"]
     assert shard_digests(out) == shard_digests(ref_out)
     assert sorted(p.name for p in (out / SHARDS_DIR).iterdir()) == sorted(shard_digests(ref_out))
 

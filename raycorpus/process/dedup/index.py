@@ -224,6 +224,7 @@ class LshShard:
         self.layout = layout
         self.index = index
         per_shard = expected_docs // layout.n_shards
+        self._expected = per_shard  # owned documents expected (their gids and signatures)
         self.exact = BandTable(per_shard * (layout.exact + layout.url), value_dtype=np.uint32)
         self.bands = BandTable(per_shard * layout.bands if layout.near else 0, value_dtype=np.uint32)
         self._gids = np.empty(0, np.uint64)
@@ -293,13 +294,11 @@ class LshShard:
 
     def _append(self, gids: np.ndarray, sigs: np.ndarray | None) -> None:
         need = self._n + gids.size
-        if need > self._gids.size:
-            cap = max(need, int(self._gids.size * 1.5), 1024)
-            self._gids = np.concatenate([self._gids[: self._n], np.empty(cap - self._n, np.uint64)])
+        if need > self._gids.size:  # (sized for the expected documents at once: their pages are touched as used)
+            cap = max(need, int(self._gids.size * 1.5), 1024, self._expected)
+            self._gids = _grown(self._gids, self._n, cap)
             if sigs is not None:
-                dtype = sigs.dtype
-                old = self._sigs[: self._n] if self._sigs is not None else np.empty((0, sigs.shape[1]), dtype)
-                self._sigs = np.concatenate([old, np.empty((cap - self._n, sigs.shape[1]), dtype)])
+                self._sigs = _grown(self._sigs if self._sigs is not None else sigs[:0], self._n, cap)
         self._gids[self._n : need] = gids
         if sigs is not None:
             self._sigs[self._n : need] = sigs
@@ -343,6 +342,13 @@ class LshShard:
             "table_bytes": self.exact.nbytes + self.bands.nbytes,
             "signature_bytes": sig_bytes,
         }
+
+
+def _grown(a: np.ndarray, n: int, cap: int) -> np.ndarray:
+    """``a``'s first ``n`` rows in a new array of ``cap`` rows (the others not written, so not yet in memory)."""
+    out = np.empty((cap, *a.shape[1:]), a.dtype)
+    out[:n] = a[:n]
+    return out
 
 
 def _positions(pos: np.ndarray | None, size: int) -> np.ndarray:

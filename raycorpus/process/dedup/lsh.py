@@ -249,12 +249,12 @@ class BandTable:
             done = match != 0
             if done.any():  # the matching slot: byte j set in the row means column j
                 out[pos[done]] = self._values[bucket[done] * _WAYS + (np.bitwise_count(match[done] - 1) >> 3)]
-            has_free = rows[:, -1] == 0  # a bucket fills front to back
+            used = np.bitwise_count(_row_bytes(rows != 0))  # a bucket fills front to back: its first free slot
+            has_free = used < _WAYS
             advance = ~(has_free | done)  # full without the key: try the next bucket
             claim = np.flatnonzero(has_free & ~done)
             if claim.size:
-                used = _WAYS - np.bitwise_count(_row_bytes(rows[claim] == 0))
-                slot = bucket[claim] * _WAYS + used
+                slot = bucket[claim] * _WAYS + used[claim]
                 self._keys[slot] = want[claim]  # rivals for a slot: one write survives, the others retry
                 won = self._keys[slot] == want[claim]
                 done[claim[won]] = True

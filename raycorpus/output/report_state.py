@@ -302,16 +302,21 @@ class ArrivedBounds:
         out = {}
         for pool, keys in self.keys.items():
             size = self.sizes[0] if pool == PASSED else self.sizes[1]
+            if not size or keys.size < size:  # (the usual case once the report's pools are full: a few arrived)
+                continue
             below = np.flatnonzero(self.ordinals[pool] < ordinal)
-            if size and below.size >= size:
+            if below.size >= size:
                 out[pool] = int(keys[below[size - 1]])
         return out
 
     def forget_below(self, ordinal: int) -> None:
         """The WARCs before ``ordinal`` are committed."""
-        for pool, ordinals in self.ordinals.items():
-            if ordinals.size and ordinals.min() < ordinal:
+        for pool, ordinals in list(self.ordinals.items()):
+            if ordinals.min() < ordinal:
                 keep = ordinals >= ordinal
+                if not keep.any():  # (a pool none of the buffered WARCs adds to is not looked at again)
+                    del self.keys[pool], self.ordinals[pool]
+                    continue
                 self.keys[pool], self.ordinals[pool] = self.keys[pool][keep], ordinals[keep]
 
 

@@ -19,6 +19,7 @@ Ray-free. A profile is a few kilobytes; it travels to the head in the WARC's sum
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -150,6 +151,24 @@ class WarcProfile:
 
     def host_names(self) -> list[str]:
         return self.hosts.split("\n") if self.hosts else []
+
+    _HISTOGRAMS = ("signals", "dropped_chars")  # sent as one array each: ~60 small arrays cost the head ~0.3 ms
+
+    def __getstate__(self) -> dict:
+        state = {f: getattr(self, f) for f in self.__slots__}
+        for f in self._HISTOGRAMS:
+            hists = state[f]
+            state[f] = (list(hists), [a.size for a in hists.values()],
+                        np.concatenate(list(hists.values())) if hists else np.zeros(0, np.int64))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for f in self._HISTOGRAMS:
+            keys, sizes, flat = state[f]
+            ends = list(itertools.accumulate(sizes))
+            state[f] = {k: flat[end - n : end] for k, n, end in zip(keys, sizes, ends, strict=True)}
+        for f, value in state.items():
+            object.__setattr__(self, f, value)
 
     @classmethod
     def joined(cls, parts: list[WarcProfile]) -> WarcProfile:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,24 @@ def test_the_profile_agrees_with_the_warcs_counters(crawl, tmp_path):
         assert words == reached
         assert sum(int(h.sum()) for (name, _), h in prof.signals.items() if name == "lang_score") == (
             len(r.docs) + sum(drops.get(s, 0) for s in TEXT_STAGES))
+
+
+def test_a_profile_travels_whole(crawl, tmp_path):
+    """Pickled (as Ray sends it to the head), with its histograms packed into one array each: every field comes back
+    equal, and the histograms can be added to as before."""
+    prof = processor(crawl, tmp_path).process(0, str(crawl.sample.warc_paths[0])).profile
+    back = pickle.loads(pickle.dumps(prof, protocol=5))
+    assert prof.signals and prof.dropped_chars
+    for f in prof.__slots__:
+        a, b = getattr(prof, f), getattr(back, f)
+        if isinstance(a, dict) and f in ("signals", "dropped_chars"):
+            assert list(a) == list(b) and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+        elif isinstance(a, np.ndarray):
+            assert np.array_equal(a, b) and a.dtype == b.dtype, f
+        else:
+            assert a == b, f
+    assert WarcProfile.joined([back, back]).signals.keys() == prof.signals.keys()
+    assert pickle.loads(pickle.dumps(WarcProfile())).signals == {}
 
 
 def test_the_sample_is_the_smallest_keys_of_each_pool(crawl, tmp_path):

@@ -548,6 +548,14 @@ def _blocked(kind: np.ndarray, pending: np.ndarray, first_kept: list[tuple[np.nd
     return blocked
 
 
+def _pairs_of(rows: np.ndarray, owner: np.ndarray, earlier: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (owner, earlier) pairs whose owner is one of ``rows`` (of a WARC of ``n`` documents), in their order."""
+    mine = np.zeros(n, bool)
+    mine[rows] = True
+    sel = mine[owner]
+    return owner[sel], earlier[sel]
+
+
 class Deduplicator:
     """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
 
@@ -637,26 +645,29 @@ class Deduplicator:
         while todo.size:
             blocked = _blocked(d.kind, pending, first_kept, every, exact_prior)
             ready = todo[~blocked[todo]]
-            self._decide_wave(d, w, known, ready)
+            self._decide_wave(d, w, known, ready, first_kept, every)
             pending[ready] = False
             todo = todo[blocked[todo]]
 
-    def _decide_wave(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray) -> None:
-        """Documents whose decision the decided documents of the WARC fix (:func:`_blocked`): URL, exact, then near."""
-        for code, prior, earlier in ((URL, w.prior_url, w.within.url), (EXACT, w.prior_exact, w.within.exact)):
+    def _decide_wave(self, d: _Draft, w: _Warc, known: KnownDocuments, rows: np.ndarray,
+                     first_kept: list[tuple[np.ndarray, np.ndarray]], every: tuple[np.ndarray, np.ndarray] | None
+                     ) -> None:
+        """Documents whose decision the decided documents of the WARC fix (:func:`_blocked`): URL, exact, then near
+        (``first_kept``, ``every``: the URL, exact and band pairs of every document still to decide)."""
+        for code, prior, pairs in ((URL, w.prior_url, first_kept[0]), (EXACT, w.prior_exact, first_kept[1])):
             jac = 1.0 if code == EXACT else np.nan
             hit = prior[rows] != NO_MATCH  # (a URL hit never gets here: it was decided alone)
             if hit.any():
                 d.set(rows[hit], code, known.gid(prior[rows[hit]]), jac)
-            owner, j = earlier.pairs(rows[~hit])
+            owner, j = _pairs_of(rows[~hit], *pairs, d.kind.size)
             kept = d.kind[j] == KEEP  # URL / exact: kept ones only, the first
             if kept.any():
                 owner, j = owner[kept], j[kept]
                 first = group_starts(owner)  # (pairs come by row, ascending, each row's earlier ones ascending)
                 d.set(owner[first], code, w.gids[j[first]], jac)
             rows = rows[d.kind[rows] == KEEP]
-        if w.stored is not None and rows.size:
-            owner, j = w.within.band.pairs(rows)
+        if every is not None and rows.size:
+            owner, j = _pairs_of(rows, *every, d.kind.size)
             mine = (d.kind[j] == KEEP) | ((d.kind[j] == NEAR) & self.layout.index_dups)  # indexed ones only
             self._near(d, w, known, rows, owner[mine], j[mine])
 

@@ -126,6 +126,7 @@ class ReportState:
     warcs: int = 0  # WARCs added
     config: dict = field(default_factory=dict)  # the config of the run that wrote it, as written (exclude_unset)
     versions: dict[str, str] = field(default_factory=dict)  # package -> version, of the run that wrote it
+    _bounds: tuple | None = field(default=None, repr=False, compare=False)  # (as of WARCs and sizes, bounds)
 
     # -- adding a WARC at its commit
     def add(self, ordinal: int, profile: WarcProfile, decision: Decision | None) -> None:
@@ -201,12 +202,17 @@ class ReportState:
             del kept[size:]
 
     def bounds(self) -> SampleBounds:
-        """Per pool whose sample is full, the largest key still in it: a worker sends no document above it."""
+        """Per pool whose sample is full, the largest key still in it: a worker sends no document above it. (Asked
+        for every WARC sent to a worker: kept until the next WARC is added.)"""
+        at = (self.warcs, self.samples_passed, self.samples_per_reason)
+        if self._bounds is not None and self._bounds[0] == at:
+            return self._bounds[1]
         out = {}
         for pool, docs in self.samples.items():
             size = self.samples_passed if pool == PASSED else self.samples_per_reason
             if len(docs) >= size:
                 out[pool] = docs[-1].key
+        self._bounds = (at, out)
         return out
 
     # -- between WARCs
@@ -285,9 +291,12 @@ class ArrivedBounds:
         self.sizes = (samples_passed, samples_per_reason)
         self.keys: dict[str, np.ndarray] = {}  # per pool, uint64 keys, ascending
         self.ordinals: dict[str, np.ndarray] = {}  # the WARC of each
+        self._last = -1  # the last WARC that arrived
+        self._all: tuple[int, SampleBounds] | None = None  # (``_last`` then, the bounds every arrived WARC sets)
 
     def add(self, ordinal: int, candidates: list[SampleDoc]) -> None:
         """WARC ``ordinal``'s candidates, as kept."""
+        self._all, self._last = None, max(self._last, ordinal)
         keys: dict[str, list[int]] = {}
         for s in candidates:
             keys.setdefault(s.pool, []).append(s.key)
@@ -298,7 +307,10 @@ class ArrivedBounds:
             self.keys[pool], self.ordinals[pool] = k[order], o[order]
 
     def before(self, ordinal: int) -> SampleBounds:
-        """Per pool, the bound the arrived WARCs before ``ordinal`` set."""
+        """Per pool, the bound the arrived WARCs before ``ordinal`` set (those of them all, asked for every WARC sent
+        to a worker, are kept until a WARC arrives or is committed)."""
+        if self._all is not None and ordinal > self._all[0]:
+            return self._all[1]
         out = {}
         for pool, keys in self.keys.items():
             size = self.sizes[0] if pool == PASSED else self.sizes[1]
@@ -307,10 +319,13 @@ class ArrivedBounds:
             below = np.flatnonzero(self.ordinals[pool] < ordinal)
             if below.size >= size:
                 out[pool] = int(keys[below[size - 1]])
+        if ordinal > self._last:
+            self._all = (self._last, out)
         return out
 
     def forget_below(self, ordinal: int) -> None:
         """The WARCs before ``ordinal`` are committed."""
+        self._all = None
         for pool, ordinals in list(self.ordinals.items()):
             if ordinals.min() < ordinal:
                 keep = ordinals >= ordinal

@@ -126,9 +126,12 @@ def test_the_bound_of_a_warc_comes_from_the_arrived_candidates_before_it():
     # the pool's size-th smallest of every candidate sent by the WARCs before: a bound in every prefix holding them
     assert a.before(2) == {} and a.before(3) == {PASSED: 61}
     assert a.before(6) == {PASSED: 50, "c4:x": 9} and a.before(8) == {PASSED: 30, "c4:x": 9}
-    assert a.before(100) == {PASSED: 20, "c4:x": 9}
+    assert a.before(100) == {PASSED: 20, "c4:x": 9} == a.before(101)
+    a.add(200, docs(PASSED, [1]))  # (what every arrived WARC bounds changes)
+    assert a.before(100) == {PASSED: 20, "c4:x": 9} and a.before(201) == {PASSED: 10, "c4:x": 9}
     a.forget_below(6)  # committed: the report's own pools bound them
     assert a.before(100) == {PASSED: 30} and a.before(8) == {PASSED: 40} and a.before(7) == {}
+    assert a.before(201) == {PASSED: 20}
 
 
 def test_state_round_trips_through_its_file(results, tmp_path):

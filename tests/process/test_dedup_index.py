@@ -231,3 +231,12 @@ def test_pairwise_accuracy_on_variants_of_real_pages():
     assert abs(sixteen["precision"] - shipped["precision"]) <= 0.005
     assert abs(sixteen["recall"] - shipped["recall"]) <= 0.005
     assert sixteen["clear"]["precision"] >= 0.97 and sixteen["clear"]["recall"] >= 0.98, sixteen
+
+
+@pytest.mark.parametrize("shards", [1, 3, 4, 32, 48])
+def test_keys_and_documents_go_to_shard_key_mod_shards(shards):
+    """A power of two routes without a division, to the same shard."""
+    keys = np.random.default_rng(shards).integers(0, 2**64 - 1, 10_000, dtype=np.uint64, endpoint=True)
+    layout = Layout.from_config(DedupConfig(), shards)
+    assert layout.route(keys).tolist() == (keys % np.uint64(shards)).tolist()
+    assert layout.owner(keys).tolist() == (keys % np.uint64(shards)).tolist()

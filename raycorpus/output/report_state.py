@@ -292,7 +292,7 @@ class ArrivedBounds:
         self.keys: dict[str, np.ndarray] = {}  # per pool, uint64 keys, ascending
         self.ordinals: dict[str, np.ndarray] = {}  # the WARC of each
         self._last = -1  # the last WARC that arrived
-        self._all: tuple[int, SampleBounds] | None = None  # (``_last`` then, the bounds every arrived WARC sets)
+        self._all: SampleBounds | None = None  # the bounds every arrived WARC sets (None: not known since a change)
 
     def add(self, ordinal: int, candidates: list[SampleDoc]) -> None:
         """WARC ``ordinal``'s candidates, as kept."""
@@ -309,8 +309,8 @@ class ArrivedBounds:
     def before(self, ordinal: int) -> SampleBounds:
         """Per pool, the bound the arrived WARCs before ``ordinal`` set (those of them all, asked for every WARC sent
         to a worker, are kept until a WARC arrives or is committed)."""
-        if self._all is not None and ordinal > self._all[0]:
-            return self._all[1]
+        if self._all is not None and ordinal > self._last:
+            return self._all
         out = {}
         for pool, keys in self.keys.items():
             size = self.sizes[0] if pool == PASSED else self.sizes[1]
@@ -320,7 +320,7 @@ class ArrivedBounds:
             if below.size >= size:
                 out[pool] = int(keys[below[size - 1]])
         if ordinal > self._last:
-            self._all = (self._last, out)
+            self._all = out
         return out
 
     def forget_below(self, ordinal: int) -> None:

@@ -281,11 +281,12 @@ class _Build:
             self.metrics.follow_state(self.total - c.position.next_ordinal, 0.0)
 
     def _cpu(self) -> dict[str, float]:
-        """The commit path's CPU seconds by role (the pool's workers come and go: not counted), and the
-        shard-closing tasks' (off the head)."""
+        """The commit path's CPU seconds by role (the pool's workers come and go: not counted), the
+        shard-closing tasks' (off the head), and the LSH shards' share spent compacting at the end."""
+        actors = self.committer.actors()
         closing = _per_role({"shard_closing": [self.committer.packer]}, "closing_cpu_seconds", sum)
-        compact = _per_role({"lsh_compact": self.committer.actors()["lsh_shards"]}, "compact_cpu_seconds", sum)
-        return {**_cpu_by_role(self.committer.actors()), **closing, **compact}
+        compact = _per_role({"lsh_compact": actors["lsh_shards"]}, "compact_cpu_seconds", sum)
+        return {**_cpu_by_role(actors), **closing, **compact}
 
     def _run_stats(self, wall: float, t_start: float) -> ThisRun:
         c, s = self.committer, self.dispatcher.stats

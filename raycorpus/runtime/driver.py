@@ -196,7 +196,7 @@ class _Build:
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
             with frozen_heap():
                 t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
-                cpu_start = {"driver": cpu_seconds(), **self._cpu()}
+                cpu_start = {"driver": cpu_seconds(), "driver_main_thread": time.thread_time(), **self._cpu()}
                 self._loop(progress)
                 while self.follower is not None:  # until SIGTERM / Ctrl-C (or a manifest changed otherwise)
                     self._follow(progress)
@@ -206,7 +206,7 @@ class _Build:
             self._report(progress, force=True)
             wall = time.monotonic() - t_start
             stats = self._run_stats(wall, t_start)
-            cpu = {"driver": cpu_seconds(), **self._cpu()}
+            cpu = {"driver": cpu_seconds(), "driver_main_thread": time.thread_time(), **self._cpu()}
             stats.cpu_seconds = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
             return build_summary(self.cfg.output.path, self.ledger.load(), self.total, stats)
         except KeyboardInterrupt:
@@ -282,11 +282,13 @@ class _Build:
 
     def _cpu(self) -> dict[str, float]:
         """The commit path's CPU seconds by role (the pool's workers come and go: not counted), the
-        shard-closing tasks' (off the head), and the LSH shards' share spent compacting at the end."""
+        shard-closing tasks' (off the head), the LSH shards' share spent compacting at the end, and the packer's
+        main thread's share (with ``driver_main_thread``: the head's own work, Ray's threads left out)."""
         actors = self.committer.actors()
         closing = _per_role({"shard_closing": [self.committer.packer]}, "closing_cpu_seconds", sum)
         compact = _per_role({"lsh_compact": actors["lsh_shards"]}, "compact_cpu_seconds", sum)
-        return {**_cpu_by_role(actors), **closing, **compact}
+        main = _per_role({"packer_main_thread": [self.committer.packer]}, "main_thread_cpu_seconds", sum)
+        return {**_cpu_by_role(actors), **closing, **compact, **main}
 
     def _run_stats(self, wall: float, t_start: float) -> ThisRun:
         c, s = self.committer, self.dispatcher.stats

@@ -201,6 +201,7 @@ def figures(summary: RunSummary, worker_ms: float) -> dict:
     reached = docs.kept + sum(n for k, n in docs.dropped.items() if k.startswith("dedup:"))
     cpu, wall = run.cpu_seconds, run.wall_seconds  # (a replay is a fresh run: both measured)
     head = cpu["driver"] + cpu.get("packer", 0.0)
+    main = cpu.get("driver_main_thread", 0.0) + cpu.get("packer_main_thread", 0.0)  # (Ray's threads left out)
     head_us_per_page = head * 1e6 / max(1, docs.in_)
     return {
         "wall_seconds": wall,
@@ -216,6 +217,7 @@ def figures(summary: RunSummary, worker_ms: float) -> dict:
         "lsh_compact_cpu_us_per_doc_at_dedup": round(cpu.get("lsh_compact", 0.0) * 1e6 / max(1, reached), 2),
         "closing_cpu_us_per_kept_doc": round(cpu.get("shard_closing", 0.0) * 1e6 / max(1, docs.kept), 2),
         "head_cpu_ms_per_warc": round(head * 1000 / max(1, run.processed), 2),
+        "head_main_threads_ms_per_warc": round(main * 1000 / max(1, run.processed), 2),
         "reached_dedup_per_warc": round(reached / max(1, run.processed), 1),
         "cpu_seconds": cpu,
         "warcs_per_round": round(run.processed / run.dedup.rounds, 2) if run.dedup and run.dedup.rounds else None,
@@ -323,11 +325,18 @@ def _measure_behind(replay, plan: ReplayPlan, shards: int, replay_workers: int, 
 def steady(short: dict, long: dict, n_short: int, n_long: int, bg: dict, worker_ms_per_warc: float) -> dict:
     """The head's CPU per WARC past the first window, where a crawl spends nearly all its WARCs (until the report's
     sample pools fill, each WARC brings hundreds of sample candidates): the marginal cost of the WARCs a longer replay
-    adds, and that less the background (:func:`background`) it pays at its rate: the work per WARC."""
-    marginal = (long["head_cpu_ms_per_warc"] * n_long - short["head_cpu_ms_per_warc"] * n_short) / (n_long - n_short)
+    adds, and that less the background (:func:`background`) it pays at its rate: the work per WARC. Beside it, the
+    marginal CPU of the driver's and the packer's main threads alone (their own work, Ray's threads left out): less
+    exposed to the machine's load, it resolves changes to the head's own code that the whole figure cannot."""
+    def marginal_of(figure: str) -> float:
+        return (long[figure] * n_long - short[figure] * n_short) / (n_long - n_short)
+
+    marginal = marginal_of("head_cpu_ms_per_warc")
     work = marginal - bg["ms_per_second"] * long["wall_seconds"] / n_long
     return {"warcs": [n_short + 1, n_long], "marginal_ms_per_warc": round(marginal, 2),
             "work_ms_per_warc": round(work, 2),
+            "main_threads_ms_per_warc": round(marginal_of("head_main_threads_ms_per_warc"), 2)
+            if "head_main_threads_ms_per_warc" in long else None,
             "workers_per_head_core": _feeds(work, bg["ms_per_second"], worker_ms_per_warc) if work > 0 else None}
 
 
@@ -393,7 +402,9 @@ def _steady_text(b: dict) -> list[str]:
     first, last = t["warcs"]
     feeds = f"~{t['workers_per_head_core']:,} workers" if t["workers_per_head_core"] else "n/a (noise)"
     return [f"steady state  behind, WARCs {first}-{last} of a longer replay: {t['marginal_ms_per_warc']} ms per WARC; "
-            f"less the background, {t['work_ms_per_warc']} ms of work; one head core feeds {feeds}"]
+            f"less the background, {t['work_ms_per_warc']} ms of work; one head core feeds {feeds}"
+            + (f"; the driver's and packer's main threads {t['main_threads_ms_per_warc']} ms of it"
+               if t.get("main_threads_ms_per_warc") is not None else "")]
 
 
 def format_commit_path(b: dict) -> str:

@@ -89,6 +89,8 @@ def test_a_shard_no_node_can_hold_stops_the_run_resumably(reference, crawl, tmp_
     assert summary["complete"] and summary["this_run"]["resumed_at"] == before.next_ordinal
     cpu = summary["this_run"]["cpu_seconds"]  # the end of the build's compaction: a share of the shards' CPU
     assert 0 <= cpu["lsh_compact"] <= cpu["lsh_shards"]
+    for role in ("driver", "packer"):  # the head's own work: a share of its processes' CPU (Ray's threads beside it)
+        assert 0 < cpu[f"{role}_main_thread"] <= cpu[role]
     assert shard_digests(out) == shard_digests(ref_out)
     assert sorted(p.name for p in (out / SHARDS_DIR).iterdir()) == sorted(shard_digests(ref_out))
 

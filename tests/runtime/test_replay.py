@@ -109,9 +109,11 @@ def test_the_steady_state_is_the_marginal_cost_of_a_longer_replay_less_its_backg
     # 32 WARCs at 30 ms (a first window of dearer WARCs), 128 at 25 ms: WARCs 33-128 cost 23.33 ms each; the long
     # replay took 32 s (4 WARCs/s), so 12 ms per second of background is 3 ms of each
     bg = {"ms_per_second": 12.0}
-    t = steady({"head_cpu_ms_per_warc": 30.0}, {"head_cpu_ms_per_warc": 25.0, "wall_seconds": 32.0}, 32, 128, bg,
+    t = steady({"head_cpu_ms_per_warc": 30.0, "head_main_threads_ms_per_warc": 20.0},
+               {"head_cpu_ms_per_warc": 25.0, "head_main_threads_ms_per_warc": 16.0, "wall_seconds": 32.0}, 32, 128, bg,
                worker_ms_per_warc=200_000.0)
     assert t["warcs"] == [33, 128] and t["marginal_ms_per_warc"] == 23.33 and t["work_ms_per_warc"] == 20.33
+    assert t["main_threads_ms_per_warc"] == round((16 * 128 - 20 * 32) / 96, 2)  # the main threads' marginal alone
     assert t["workers_per_head_core"] == round(0.988 * 200_000 / (70 / 3 - 3))
 
 

@@ -20,6 +20,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.output.ledger import Ledger, LedgerState
+from raycorpus.process.dedup.arrays import Stacked
 from raycorpus.process.dedup.index import Decision, Deduplicator, Layout, WarcRows
 from raycorpus.process.dedup.prior import PriorIndex
 from raycorpus.process.dedup.shardlog import ShardFiles
@@ -46,13 +47,13 @@ class RayShards:
         self.actors = actors
         self.pending: list[list[tuple]] = [[] for _ in actors]  # per shard, (ordinal, Taken) not sent yet
 
-    def take_pending(self, upto: int | None = None) -> list[list[tuple] | None]:
+    def take_pending(self, upto: int | None = None) -> list[Stacked | None]:
         """Each shard's insert requests not sent yet, of the WARCs below ``upto`` (None: all); None: none."""
         out = []
         for s, pending in enumerate(self.pending):
             send = [p for p in pending if upto is None or p[0] < upto]
             self.pending[s] = pending[len(send):]  # (in manifest order)
-            out.append(send or None)
+            out.append(Stacked(send) if send else None)
         return out
 
     def forget_pending(self) -> None:
@@ -60,7 +61,8 @@ class RayShards:
 
     def query(self, requests):
         inserts = self.take_pending()
-        return ray.get([a.query.remote(r, insert=i) for a, r, i in zip(self.actors, requests, inserts, strict=True)])
+        return ray.get([a.query.remote(Stacked(r), insert=i)
+                        for a, r, i in zip(self.actors, requests, inserts, strict=True)])
 
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])

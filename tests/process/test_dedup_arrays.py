@@ -6,11 +6,15 @@ to collide in every way: URLs, texts, near copies, inside one WARC and across WA
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
+
 import numpy as np
 import pytest
 
-from raycorpus.process.dedup.arrays import Earlier, ShardSplit, group_starts
+from raycorpus.process.dedup.arrays import Asked, Earlier, Hits, ShardSplit, Stacked, Taken, group_starts
 from raycorpus.process.dedup.index import KEEP, NEAR, URL, Deduplicator, Layout, LocalShards
+from raycorpus.process.dedup.lsh import NO_MATCH
 from raycorpus.process.dedup.settings import DedupConfig
 from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.pipeline import content_hash
@@ -156,3 +160,26 @@ def test_long_chains_inside_a_warc_are_decided_as_one_by_one(name):
         assert _decisions(Deduplicator(layout, cfg.threshold, LocalShards(layout)), crawl) == ref
         kinds = {k for warc in ref for k in warc[0]}
         assert {KEEP, NEAR} <= kinds and (URL in kinds) == layout.url  # (every kind of relation was decided)
+
+
+def test_stacked_items_cross_a_pickle_whole_in_a_few_buffers():
+    rng = np.random.default_rng(3)
+    asked = [Asked(o, rng.integers(1, 2**63, o + 2, dtype=np.uint64), rng.integers(1, 2**63, 3 * o, dtype=np.uint64),
+                   None, np.arange(3 * o, dtype=np.uint32), o) for o in range(5)]  # (one WARC with no band key)
+    taken = [(o, Taken.of(o, rng.random(9) < 0.5, rng.random(9) < 0.5,
+                          None if o == 1 else rng.integers(0, 9, (o, 4), dtype=np.uint32))) for o in range(3)]
+    for items in (asked, taken, [(Hits.of(np.array([7, NO_MATCH], np.uint64)),) * 2] * 3, []):
+        data = pickle.dumps(Stacked(items), protocol=5, buffer_callback=(buffers := []).append)
+        back = pickle.loads(data, buffers=buffers)
+        assert len(back) == len(items) and bool(back) == bool(items)
+        for got, want in zip(back, items, strict=True):
+            assert _fields(got) == _fields(want)
+        if items is asked:  # each array field's values and lengths once over the items, not once per item (15)
+            assert len(buffers) == 2 * 3
+
+
+def _fields(x) -> list:
+    """A dataclass's or a tuple's values, arrays as (dtype, shape, contents), nested ones too."""
+    values = [getattr(x, f.name) for f in dataclasses.fields(x)] if dataclasses.is_dataclass(x) else list(x)
+    return [(v.dtype, v.shape, v.tolist()) if isinstance(v, np.ndarray) else
+            _fields(v) if dataclasses.is_dataclass(v) or isinstance(v, tuple) else v for v in values]

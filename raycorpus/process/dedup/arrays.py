@@ -3,6 +3,7 @@ that share a key with earlier documents of the same WARC. Ray-free."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -205,7 +206,7 @@ class RoundHits:
     """A shard's answer for a round: per WARC its :class:`Hits` (content and URL keys, band keys), and the keys
     repeated across the round's WARCs (:class:`Repeats`), exact and band."""
 
-    hits: list[tuple[Hits, Hits]]
+    hits: Sequence[tuple[Hits, Hits]]  # (a Stacked: crosses from the shard in a few buffers)
     exact: Repeats
     bands: Repeats
 
@@ -328,3 +329,53 @@ class KnownDocuments:
 
     def sig(self, docnos: np.ndarray) -> np.ndarray | None:
         return None if self.sigs is None else self.sigs[np.searchsorted(self.docnos, docnos)]
+
+
+class Stacked(Sequence):
+    """A list of like items (dataclasses or tuples of arrays, numbers, None) that pickles column by column: each
+    array field concatenated over the items, once. A round's requests and answers cross between the head and an
+    LSH shard actor as a few buffers per shard instead of a few per WARC and shard: Ray serializes each buffer of a
+    message apart, so a message of 16 WARCs' parts cost the head a call's worth per WARC and shard. In-process it
+    is the list itself (nothing is copied); unpickled, its arrays are views into the concatenated ones."""
+
+    def __init__(self, items: Sequence):
+        self._items = list(items)
+
+    def __getitem__(self, i):
+        return self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getstate__(self) -> tuple:
+        return (len(self._items), _column(self._items) if self._items else None)
+
+    def __setstate__(self, state: tuple) -> None:
+        n, column = state
+        self._items = _items(column, n) if n else []
+
+
+def _column(values: list) -> tuple:
+    """One field over the items: ``("a", concatenated, lengths)`` for arrays of one dtype and row shape,
+    ``("d", class, columns)`` / ``("t", columns)`` for dataclasses / tuples of one shape, else ``("l", values)``."""
+    first = values[0]
+    if isinstance(first, np.ndarray) and first.ndim and all(
+            isinstance(v, np.ndarray) and v.dtype == first.dtype and v.ndim and v.shape[1:] == first.shape[1:]
+            for v in values):
+        return "a", np.concatenate(values), np.fromiter((v.shape[0] for v in values), np.int64, len(values))
+    if dataclasses.is_dataclass(first) and not isinstance(first, type) and all(type(v) is type(first) for v in values):
+        return "d", type(first), [_column([getattr(v, f.name) for v in values]) for f in dataclasses.fields(first)]
+    if type(first) is tuple and all(type(v) is tuple and len(v) == len(first) for v in values):
+        return "t", [_column([v[i] for v in values]) for i in range(len(first))]
+    return "l", values
+
+
+def _items(column: tuple, n: int) -> list:
+    kind = column[0]
+    if kind == "a":
+        return np.split(column[1], np.cumsum(column[2])[:-1])
+    if kind == "d":
+        return [column[1](*fields) for fields in zip(*(_items(c, n) for c in column[2]), strict=True)]
+    if kind == "t":
+        return list(zip(*(_items(c, n) for c in column[1]), strict=True))
+    return column[1]

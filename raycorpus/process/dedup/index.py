@@ -46,6 +46,7 @@ from raycorpus.process.dedup.arrays import (
     Repeats,
     RoundHits,
     ShardSplit,
+    Stacked,
     Taken,
     WarcKeys,
     WithinWarc,
@@ -254,7 +255,7 @@ class LshShard:
                 e_rep.append((asked.exact[miss], w, _positions(asked.exact_pos, asked.exact.size)[miss]))
                 miss = bands == NO_MATCH
                 b_rep.append((asked.bands[miss], w, _positions(asked.band_pos, asked.bands.size)[miss]))
-        return RoundHits(hits, _repeats(e_rep), _repeats(b_rep))
+        return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep))
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
         """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:

@@ -299,8 +299,7 @@ class ShardPacker:
         return state
 
     def drop_obsolete(self) -> None:
-        for url in self.obsolete:
-            self.storage.delete(url)
+        self.storage.delete_many(self.obsolete)
         self.obsolete = []
 
     def _staged_urls(self) -> list[str]:

@@ -184,6 +184,10 @@ def test_local_roundtrip(tmp_path: Path) -> None:
     with st.open_read(join_url(root, "1.bin")) as f:
         assert f.readable() and f.read(2) == b"on" and f.tell() == 2 and f.read() == b"e!"
 
+    st.write_atomic(join_url(root, "d/x"), b"x")
+    st.write_atomic(join_url(root, "d/y"), b"y")
+    st.delete_many([join_url(root, "d/x"), join_url(root, "d/y"), join_url(root, "d/missing")])
+    assert st.list(join_url(root, "d")) == []
     st.delete(join_url(root, "1.bin"))
     st.delete(join_url(root, "1.bin"))  # missing is fine
     assert not st.exists(join_url(root, "1.bin"))
@@ -452,6 +456,18 @@ def test_s3_list_exists_delete(s3st: Storage) -> None:
     s3st.delete(f"s3://{BUCKET}/l/a")  # missing is fine
     assert not s3st.exists(f"s3://{BUCKET}/l/a")
     assert s3st.list(f"s3://{BUCKET}/l") == expected[1:]
+
+
+def test_s3_delete_many_removes_every_key_a_thousand_per_request(seaweed: SeaweedS3, s3st: Storage) -> None:
+    urls = [f"s3://{BUCKET}/many/{i:05d}" for i in range(2300)]  # three DeleteObjects requests
+    client = seaweed.client()
+    for url in urls:
+        client.put_object(Bucket=BUCKET, Key=url.removeprefix(f"s3://{BUCKET}/"), Body=b"x")
+    s3st.write_atomic(f"s3://{BUCKET}/many-kept", b"k")
+    s3st.delete_many([*urls, f"s3://{BUCKET}/many/missing"])  # a missing key is fine
+    assert s3st.list(f"s3://{BUCKET}/many/") == []
+    assert s3st.exists(f"s3://{BUCKET}/many-kept")
+    s3st.delete_many([])
 
 
 def test_s3_not_found(s3st: Storage) -> None:

@@ -755,7 +755,8 @@ class Storage:
                 self.delete(url)
         for bucket, names in keys.items():
             for i in range(0, len(names), _MAX_DELETE_KEYS):
-                self._s3_delete_batch(bucket, names[i : i + _MAX_DELETE_KEYS])
+                with contextlib.suppress(NotFound):  # (no bucket: nothing to delete, as for :meth:`delete`)
+                    self._s3_delete_batch(bucket, names[i : i + _MAX_DELETE_KEYS])
 
     def _s3_delete_batch(self, bucket: str, names: list[str]) -> None:
         request = {"Objects": [{"Key": k} for k in names], "Quiet": True}

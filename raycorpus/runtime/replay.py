@@ -335,8 +335,7 @@ def steady(short: dict, long: dict, n_short: int, n_long: int, bg: dict, worker_
     work = marginal - bg["ms_per_second"] * long["wall_seconds"] / n_long
     return {"warcs": [n_short + 1, n_long], "marginal_ms_per_warc": round(marginal, 2),
             "work_ms_per_warc": round(work, 2),
-            "main_threads_ms_per_warc": round(marginal_of("head_main_threads_ms_per_warc"), 2)
-            if "head_main_threads_ms_per_warc" in long else None,
+            "main_threads_ms_per_warc": round(marginal_of("head_main_threads_ms_per_warc"), 2),
             "workers_per_head_core": _feeds(work, bg["ms_per_second"], worker_ms_per_warc) if work > 0 else None}
 
 
@@ -402,9 +401,8 @@ def _steady_text(b: dict) -> list[str]:
     first, last = t["warcs"]
     feeds = f"~{t['workers_per_head_core']:,} workers" if t["workers_per_head_core"] else "n/a (noise)"
     return [f"steady state  behind, WARCs {first}-{last} of a longer replay: {t['marginal_ms_per_warc']} ms per WARC; "
-            f"less the background, {t['work_ms_per_warc']} ms of work; one head core feeds {feeds}"
-            + (f"; the driver's and packer's main threads {t['main_threads_ms_per_warc']} ms of it"
-               if t.get("main_threads_ms_per_warc") is not None else "")]
+            f"less the background, {t['work_ms_per_warc']} ms of work; one head core feeds {feeds}; the driver's and "
+            f"packer's main threads {t['main_threads_ms_per_warc']} ms of it"]
 
 
 def format_commit_path(b: dict) -> str:

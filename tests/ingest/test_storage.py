@@ -468,6 +468,7 @@ def test_s3_delete_many_removes_every_key_a_thousand_per_request(seaweed: Seawee
     assert s3st.list(f"s3://{BUCKET}/many/") == []
     assert s3st.exists(f"s3://{BUCKET}/many-kept")
     s3st.delete_many([])
+    s3st.delete_many(["s3://no-such-bucket-xyz/a"])  # no bucket: nothing to delete, as for delete()
 
 
 def test_s3_not_found(s3st: Storage) -> None:

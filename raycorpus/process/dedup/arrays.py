@@ -352,7 +352,7 @@ class Stacked(Sequence):
 
     def __setstate__(self, state: tuple) -> None:
         n, column = state
-        self._items = _items(column, n) if n else []
+        self._items = _items(column) if n else []
 
 
 def _column(values: list) -> tuple:
@@ -370,12 +370,13 @@ def _column(values: list) -> tuple:
     return "l", values
 
 
-def _items(column: tuple, n: int) -> list:
+def _items(column: tuple) -> list:
+    """The items' values of one field, from its :func:`_column`."""
     kind = column[0]
     if kind == "a":
         return np.split(column[1], np.cumsum(column[2])[:-1])
     if kind == "d":
-        return [column[1](*fields) for fields in zip(*(_items(c, n) for c in column[2]), strict=True)]
+        return [column[1](*fields) for fields in zip(*(_items(c) for c in column[2]), strict=True)]
     if kind == "t":
-        return list(zip(*(_items(c, n) for c in column[1]), strict=True))
+        return list(zip(*(_items(c) for c in column[1]), strict=True))
     return column[1]

@@ -43,13 +43,17 @@ class Position:
 class CorpusWriter:
     def __init__(self, storage: Storage, out_url: str, shard_size_tokens: int, token_meta: dict,
                  checkpoint_interval_seconds: float = 30.0, formats: tuple[str, ...] = (),
-                 ctx_len: int | None = None, fence=None, whole_output: bool = True, dedup_files=None, closer=None):
+                 ctx_len: int | None = None, fence=None, whole_output: bool = True, dedup_files=None, closer=None,
+                 on_complete=None):
         """``whole_output``: this run starts here, so every half-written temp file under ``out_url`` is
         a killed predecessor's; False (a writer replaced mid-run) cleans only the folders it alone writes.
         ``dedup_files(upto, docnos, durable) -> list[ShardFiles]``: before each checkpoint, has the LSH shards
         write what they took below ``upto`` and returns their files, which the checkpoint names.
-        ``closer``: writes closed shards (default: here, at once, :class:`~raycorpus.output.shards.InlineCloser`)."""
+        ``closer``: writes closed shards (default: here, at once, :class:`~raycorpus.output.shards.InlineCloser`).
+        ``on_complete(shards, next_ordinal)``: at the final checkpoint, once every shard and record is written and
+        before the ledger marks the build complete (the cluster sizes, :mod:`raycorpus.output.clusters`)."""
         self.fence = fence  # called before every checkpoint; raises if this run no longer owns the output
+        self.on_complete = on_complete
         self.dedup_files = dedup_files
         self.ledger = Ledger(storage, out_url)
         self.state: LedgerState = self.ledger.load()
@@ -117,6 +121,8 @@ class CorpusWriter:
         if self.fence is not None:
             self.fence()
         self.state.packer = self.packer.finish() if complete else self.packer.persist_open()
+        if complete and self.on_complete is not None:
+            self.on_complete(self.state.packer.shards_closed, self.state.next_ordinal)
         if self.dedup_files is not None:  # the LSH shards' files, flushed up to this position
             self.state.dedup = self.dedup_files(self.state.next_ordinal, self.state.totals[ck.DEDUP_INDEXED],
                                                 self.state.dedup)

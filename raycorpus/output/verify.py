@@ -11,6 +11,7 @@ import numpy as np
 
 from raycorpus import counts as ck
 from raycorpus.ingest.storage import NotFound, Storage, join_url
+from raycorpus.output.clusters import CLUSTERS_DIR, SUMMARY_FILE, sizes_name
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.shards import SHARDS_DIR, shard_name
@@ -53,6 +54,7 @@ def verify_output(storage: Storage, out_url: str) -> list[Check]:
         check("docs per WARC", dict(held.by_warc) == per_warc,
               "every committed WARC's documents are in the shards exactly once" if dict(held.by_warc) == per_warc
               else "shard sources disagree with the ledger")
+        _check_clusters(storage, out_url, state, held.per_shard, check)
     _check_formats(storage, out_url, state.packer.shards_closed, check)
     _check_dedup_records(storage, out_url, committed, check)
     _check_shard_files(storage, out_url, state, check)
@@ -79,6 +81,7 @@ class _ShardTotals:
     """What the closed shards hold: documents per WARC ordinal, documents, tokens."""
 
     by_warc: Counter = field(default_factory=Counter)
+    per_shard: list[int] = field(default_factory=list)  # documents of each closed shard
     docs: int = 0
     tokens: int = 0
 
@@ -95,10 +98,41 @@ def _check_shards(storage: Storage, out_url: str, state: LedgerState, eos: int, 
         for s in meta["sources"]:
             held.by_warc[s["ordinal"]] += s["docs"]
         held.docs += meta["docs"]
+        held.per_shard.append(meta["docs"])
         held.tokens += meta["tokens"]
     check("shards", not bad, "; ".join(bad) if bad else f"{state.packer.shards_closed} shards: checksums, "
           "document index and EOS all consistent")
     return held
+
+
+def _check_clusters(storage: Storage, out_url: str, state: LedgerState, per_shard: list[int], check) -> None:
+    """clusters/ (a finished filter-mode build with dedup): one sizes file per shard, a size ≥ 1 per document, the
+    summary's checksums, and every document dedup dropped counted once in a cluster."""
+    folder = join_url(out_url, CLUSTERS_DIR)
+    try:
+        summary = json.loads(storage.read_bytes(join_url(folder, SUMMARY_FILE)))
+    except NotFound:
+        return
+    bad, dups = [], 0
+    for i, docs in enumerate(per_shard):
+        name = sizes_name(i)
+        try:
+            data = storage.read_bytes(join_url(folder, name))
+        except NotFound:
+            bad.append(f"{name} missing")
+            continue
+        sizes = np.frombuffer(data, "<u4")
+        if sizes.size != docs or (sizes.size and sizes.min() < 1):
+            bad.append(f"{name}: {sizes.size} sizes for {docs} documents" if sizes.size != docs else f"{name}: a 0")
+        if hashlib.sha256(data).hexdigest() != summary["files"].get(name):
+            bad.append(f"{name}: checksum")
+        dups += int(sizes.astype(np.int64).sum()) - sizes.size
+    dropped = sum(n for k, n in state.totals.items() if k.kind == ck.Kind.DROP and k.name == "dedup")
+    if not bad and (dups != summary["duplicates"] or dups + summary["prior_duplicates"] != dropped):
+        bad.append(f"{dups:,} duplicates in the sizes, {summary['duplicates']:,} in clusters.json "
+                   f"(+ {summary['prior_duplicates']:,} of earlier outputs), {dropped:,} dropped by dedup")
+    check("cluster sizes", not bad, "; ".join(bad) if bad else f"{len(per_shard)} sizes files: {dups:,} dropped "
+          f"duplicates in the clusters of {summary['documents']:,} documents")
 
 
 def _shard_problems(tok_bytes: bytes, idx_bytes: bytes, meta: dict, eos: int) -> list[str]:

@@ -14,11 +14,13 @@ from ray.exceptions import RayActorError
 from raycorpus.config import Config
 from raycorpus.ingest.split import WarcPart
 from raycorpus.ingest.storage import Storage, StorageError, join_url
+from raycorpus.output.clusters import write_cluster_sizes
 from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
 from raycorpus.output.shards import StagingError, WarcTokens, stage_tokens
 from raycorpus.process.dedup.arrays import Asked, Taken
+from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.index import (
     DEDUP_DIR,
     Layout,
@@ -249,8 +251,9 @@ class RecordSource:
     ``payload`` then holds the joined dedup payload (an ObjectRef in a list, so that the packer gets the reference)
     and the packer writes them too."""
 
-    rows: RecordRows
+    rows: RecordRows | None  # None: the index took none of its documents
     payload: list | None = None  # [ObjectRef of the DedupPayload]
+    links: DupLinks | None = None  # its dropped duplicates and the documents they name (None: none)
 
 
 @dataclass(frozen=True)
@@ -283,10 +286,16 @@ class PackerActor(Measured):
             self.storage, cfg.output.path, cfg.output.shard_size_tokens, token_meta, float("inf"),
             tuple(cfg.output.format), cfg.output.ctx_len, fence,
             whole_output=not replacement, dedup_files=self._shard_files if cfg.dedup.enabled else None,
-            closer=ShardCloser(cfg.storage, cfg.ray.writer_cpus),
+            closer=ShardCloser(cfg.storage, cfg.ray.writer_cpus), on_complete=self._cluster_sizes if
+            cfg.dedup.enabled and cfg.filters.mode != "tag" else None,
         )
         self.rows = RowBlocks(self.storage, self.dedup_url, self.writer.progress().next_ordinal)
         freeze_heap()  # (this process lives for the build)
+
+    def _cluster_sizes(self, shards: int, next_ordinal: int) -> None:
+        """The cluster-size sidecar (end of the build), from the records it has just flushed."""
+        self.rows.flush()
+        write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal)
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
         """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the
@@ -321,7 +330,7 @@ class PackerActor(Measured):
                 payload = ray.get(record.payload[0])
                 keys = encode_keys(*payload.rows(payload.eligible), self.layout)
                 self.storage.write_atomic(join_url(self.dedup_url, keys_name(ordinal)), keys)
-            self.rows.add(ordinal, record.rows)  # durable with the block, by the next checkpoint at the latest
+            self.rows.add(ordinal, record.rows, record.links)  # durable with the block, by the next checkpoint
         return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:

@@ -26,6 +26,7 @@ from raycorpus.config import Config
 from raycorpus.output.commit import Position
 from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.report_state import ArrivedBounds, ReportState, tighter, versions
+from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.output import DedupVerdict
 from raycorpus.process.profile import NO_BOUND
 from raycorpus.process.results import WarcSummary
@@ -214,9 +215,10 @@ class Committer:
             summary = item.summary
             decision.count_into(summary.counts, self.tag)
             verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
-            record = None
-            if decision.indexed:
-                record = RecordSource(decision.rows, None if payload.keys is not None else [item.dedup])
+            record, links = None, DupLinks.of(decision)
+            if decision.indexed or len(links):
+                keys = None if payload.keys is not None or not decision.indexed else [item.dedup]
+                record = RecordSource(decision.rows if decision.indexed else None, keys, links if len(links) else None)
             self.decided[item.task.ordinal] = (summary, verdict, record)
 
     def _send(self, items: list[Sent]) -> None:

@@ -282,6 +282,30 @@ def test_dedup_keeps_the_first_copy_and_the_audit_names_it(reference, crawl, tmp
         else:
             assert row["reason"] == "dedup:near" and row["jaccard"] >= 0.8
     assert s["this_run"]["dedup"]["indexed_docs"] == s["docs"]["kept"] + dropped["dedup:near"]
+    _cluster_sizes_follow_the_audit(out, docs, audit)
+
+
+def _cluster_sizes_follow_the_audit(out: Path, docs: list[dict], audit: list[dict]) -> None:
+    """clusters/: each kept document's cluster size (1 + the duplicates whose links reach it), in shard order."""
+    from raycorpus.output.clusters import CLUSTERS_DIR
+
+    parent = {row["id"]: row["dup_of"] for row in audit}
+    reach: dict[str, int] = {}
+    for row in audit:
+        root = row["dup_of"]
+        while root in parent:  # a near copy may match an indexed near copy
+            root = parent[root]
+        reach[root] = reach.get(root, 0) + 1
+    expect = [1 + reach.get(r["metadata"]["id"], 0) for r in docs]  # (documents/ is in commit order, as the shards)
+    folder = out / CLUSTERS_DIR
+    got = np.concatenate([np.fromfile(p, "<u4") for p in sorted(folder.glob("shard-*.sizes"))])
+    assert got.tolist() == expect and max(expect) > 1
+    summary = json.loads((folder / "clusters.json").read_text())
+    assert summary["documents"] == len(docs) and summary["duplicates"] == len(audit) == sum(expect) - len(expect)
+    assert {c.name: c.ok for c in verify_output(Storage(), str(out))}["cluster sizes"]
+    first = folder / "shard-000000.sizes"
+    first.write_bytes(first.read_bytes()[:-4])  # a size lost
+    assert not {c.name: c.ok for c in verify_output(Storage(), str(out))}["cluster sizes"]
 
 
 def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, crawl, tmp_path):

@@ -45,8 +45,10 @@ def make_tokenizer(crawl, path: Path) -> str:
 
 
 def shard_digests(out: Path) -> dict[str, str]:
-    """sha256 of every file under shards/ (the byte-identity the invariants talk about)."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((out / "shards").iterdir())}
+    """sha256 of every file under shards/ and clusters/ (the byte-identity the invariants talk about)."""
+    files = sorted((out / "shards").iterdir()) + sorted((out / "clusters").glob("*") if (out / "clusters").is_dir()
+                                                        else [])
+    return {f"{p.parent.name}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 def run(cfg: Config) -> dict:

@@ -8,7 +8,9 @@
   written by the packer (:class:`RowBlocks`): once the block's last WARC is committed, and at every checkpoint that
   ends inside it (so the rows a checkpoint names are durable). One write per block, not per WARC: on S3 a PUT
   costs the packer 2-3 ms of CPU and more of wall time. The final bytes hold the block's committed WARCs in ordinal
-  order, whatever the rounds, checkpoints or restarts.
+  order, whatever the rounds, checkpoints or restarts. Since 0.1 the block also holds the WARCs' duplicate links
+  (:class:`~raycorpus.process.dedup.clusters.DupLinks`: each dropped duplicate and the document it names), from
+  which the build's cluster sizes come (:func:`read_links`).
 
 Together they give the WARC's :class:`IndexRecord`, which rebuilds a lost LSH shard (its files plus the records
 of the WARCs committed after them). Outputs written before the blocks keep one rows file per WARC,
@@ -21,6 +23,7 @@ import io
 import numpy as np
 
 from raycorpus.ingest.storage import NotFound, Storage, join_url
+from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.index import IndexRecord, Layout, RecordRows, decode_record, make_gids, record_name
 
 BLOCK_WARCS = 16  # WARC ordinals per rows file
@@ -82,8 +85,11 @@ def join_record(ordinal: int, rows: RecordRows, keys: bytes) -> IndexRecord:
                        None if urls is None else urls[i], rows.near)
 
 
-def encode_block(rows: dict[int, RecordRows]) -> bytes:
-    """The rows of a block's committed WARCs (each as :func:`encode_rows` packs it), in ordinal order."""
+def encode_block(rows: dict[int, RecordRows], links: dict[int, DupLinks] | None = None) -> bytes:
+    """The rows of a block's committed WARCs (each as :func:`encode_rows` packs it), in ordinal order, and the
+    links of those that dropped duplicates."""
+    links = links or {}
+    linked = sorted(o for o in links if len(links[o]))
     ordinals = sorted(rows)
     index = [np.packbits(np.asarray(rows[o].index, bool)) for o in ordinals]
     near = [np.packbits(np.asarray(rows[o].near, bool)) for o in ordinals if rows[o].near is not None]
@@ -91,10 +97,25 @@ def encode_block(rows: dict[int, RecordRows]) -> bytes:
               "n": np.array([rows[o].index.size for o in ordinals], np.uint64),
               "n_near": np.array([-1 if rows[o].near is None else rows[o].near.size for o in ordinals], np.int64),
               "index": np.concatenate(index or [np.zeros(0, np.uint8)]),
-              "near": np.concatenate(near or [np.zeros(0, np.uint8)])}
+              "near": np.concatenate(near or [np.zeros(0, np.uint8)]),
+              "links_ordinals": np.array(linked, np.uint64),
+              "links_n": np.array([len(links[o]) for o in linked], np.uint64),
+              "links_rows": np.concatenate([links[o].rows for o in linked] or [np.zeros(0, np.uint32)]),
+              "links_dup_of": np.concatenate([links[o].dup_of for o in linked] or [np.zeros(0, np.uint64)])}
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+def decode_links(data: bytes) -> dict[int, DupLinks] | None:
+    """The duplicate links of a block's WARCs (those that dropped some); None for a block written before links."""
+    with np.load(io.BytesIO(data)) as z:
+        if "links_ordinals" not in z.files:
+            return None
+        ordinals, n, rows, dup_of = (z[k] for k in ("links_ordinals", "links_n", "links_rows", "links_dup_of"))
+    ends = np.cumsum(n.astype(np.int64))
+    return {o: DupLinks(rows[e - k : e], dup_of[e - k : e])
+            for o, k, e in zip(ordinals.tolist(), n.tolist(), ends.tolist(), strict=True)}
 
 
 def decode_block(data: bytes) -> dict[int, RecordRows]:
@@ -125,27 +146,33 @@ class RowBlocks:
         self.storage, self.dedup_url = storage, dedup_url
         self.block = next_ordinal // BLOCK_WARCS
         try:
-            written = decode_block(storage.read_bytes(self._url(self.block)))
+            data = storage.read_bytes(self._url(self.block))
+            written, links = decode_block(data), decode_links(data) or {}
         except NotFound:
-            written = {}
+            written, links = {}, {}
         self.rows: dict[int, RecordRows] = {o: r for o, r in written.items() if o < next_ordinal}
-        self.unwritten = len(self.rows) != len(written)  # (rewritten without them, as an undisturbed build)
+        self.links: dict[int, DupLinks] = {o: k for o, k in links.items() if o < next_ordinal}
+        self.unwritten = len(self.rows) != len(written) or len(self.links) != len(links)  # (rewritten without them)
 
-    def add(self, ordinal: int, rows: RecordRows) -> None:
+    def add(self, ordinal: int, rows: RecordRows | None, links: DupLinks | None = None) -> None:
+        """WARC ``ordinal``'s rows (None: the index took none of its documents) and duplicate links."""
         self.passed(ordinal)
-        self.rows[ordinal] = rows
+        if rows is not None:
+            self.rows[ordinal] = rows
+        if links is not None and len(links):
+            self.links[ordinal] = links
         self.unwritten = True
 
     def passed(self, next_ordinal: int) -> None:
         """Every WARC below ``next_ordinal`` is committed: the blocks before its own are complete."""
         if next_ordinal // BLOCK_WARCS > self.block:
             self.flush()
-            self.block, self.rows = next_ordinal // BLOCK_WARCS, {}
+            self.block, self.rows, self.links = next_ordinal // BLOCK_WARCS, {}, {}
 
     def flush(self) -> None:
         if self.unwritten:
-            if self.rows:
-                self.storage.write_atomic(self._url(self.block), encode_block(self.rows))
+            if self.rows or self.links:
+                self.storage.write_atomic(self._url(self.block), encode_block(self.rows, self.links))
             else:  # only rows past the checkpoint were there: an undisturbed build has no such file
                 self.storage.delete(self._url(self.block))
             self.unwritten = False

@@ -1,0 +1,122 @@
+"""The cluster-size sidecar: for every document of every token shard, the size of its duplicate cluster over the
+whole build (1 + the documents dedup dropped as its duplicates: URL, exact and near), written once at the end of
+a build (:func:`write_cluster_sizes`), read by ``raycorpus verify``, ``raycorpus mix`` and the loader's
+``rehydrate`` (:func:`~raycorpus.process.dedup.clusters.upsampling`).
+
+``clusters/shard-NNNNNN.sizes``: little-endian uint32, one per document of ``shards/shard-NNNNNN`` in its order;
+``clusters/clusters.json``: the totals, the sizes' histogram by FineWeb-2's limits and each file's sha256. Same
+committed documents, same bytes. Filter mode only: in tag mode the shards hold the duplicates too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from raycorpus.ingest.storage import NotFound, Storage, join_url
+from raycorpus.output.shards import SHARDS_DIR, canonical_json, shard_name
+from raycorpus.process.dedup.clusters import FINEWEB2_WEIGHTS, Clusters
+from raycorpus.process.dedup.index import DEDUP_DIR, make_gids
+from raycorpus.process.dedup.records import BLOCK_WARCS, RecordReader, block_name, decode_links
+
+CLUSTERS_DIR = "clusters"
+SUMMARY_FILE = "clusters.json"
+
+
+def sizes_name(shard: int) -> str:
+    return f"{shard_name(shard)}.sizes"
+
+
+class ClusterError(ValueError):
+    """The output's dedup records do not give cluster sizes (written before links, or changed by hand)."""
+
+
+def read_clusters(storage: Storage, out_url: str, blocks: int) -> Clusters:
+    """The build's clusters from the duplicate links of its rows blocks ``0 .. blocks - 1``."""
+    dedup_url = join_url(out_url, DEDUP_DIR)
+    children, parents = [], []
+    for block in range(blocks):
+        try:
+            links = decode_links(storage.read_bytes(join_url(dedup_url, block_name(block))))
+        except NotFound:
+            continue  # (no WARC of the block indexed or dropped a document)
+        if links is None:
+            raise ClusterError(f"{block_name(block)} was written before duplicate links: rebuild to get cluster sizes")
+        for ordinal, link in links.items():
+            children.append(link.gids(ordinal))
+            parents.append(link.dup_of)
+    empty = np.zeros(0, np.uint64)
+    return Clusters.of(np.concatenate(children or [empty]), np.concatenate(parents or [empty]))
+
+
+class _KeptGids:
+    """Each committed WARC's kept documents' gids, in order, handed out as the shards place them."""
+
+    def __init__(self, storage: Storage, out_url: str):
+        self.reader = RecordReader(storage, join_url(out_url, DEDUP_DIR))
+        self.taken: dict[int, int] = defaultdict(int)
+
+    def take(self, ordinal: int, n: int) -> np.ndarray:
+        rows, _ = self.reader.rows(ordinal)
+        if rows is None:
+            raise ClusterError(f"WARC #{ordinal} placed {n} documents but has no dedup rows")
+        kept = np.asarray(rows.index, bool).copy()
+        if rows.near is not None:  # (indexed near duplicates: not placed)
+            kept[np.flatnonzero(kept)[np.asarray(rows.near, bool)]] = False
+        at = self.taken[ordinal]
+        gids = make_gids(ordinal, kept.size)[kept][at : at + n]
+        if gids.size != n:
+            raise ClusterError(f"WARC #{ordinal}: the shards place {at + n} of its documents, dedup kept "
+                               f"{int(kept.sum())}")
+        self.taken[ordinal] = at + n
+        return gids
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    documents: int
+    duplicates: int  # dropped as duplicates of this build's documents
+    prior_duplicates: int  # dropped as duplicates of an earlier output's (dedup.against)
+    histogram: dict[str, int]  # documents by cluster size, FineWeb-2's limits
+    files: dict[str, str]  # sha256 of each shard's sizes file
+
+    def to_json(self) -> dict:
+        return {"documents": self.documents, "duplicates": self.duplicates,
+                "prior_duplicates": self.prior_duplicates, "histogram": self.histogram, "files": self.files,
+                "weights": "FineWeb-2 (huggingface/fineweb-2 README): " + json.dumps(FINEWEB2_WEIGHTS)}
+
+
+def histogram(sizes: np.ndarray) -> dict[str, int]:
+    """Documents by cluster size, in FineWeb-2's bins (``1``, ``2``, ``3-4``, ``5-99``, ``100-999``, ``1000+``)."""
+    limits = sorted(FINEWEB2_WEIGHTS)
+    names = [str(a) if b - a == 1 else f"{a}-{b - 1}" for a, b in itertools.pairwise(limits)]
+    names.append(f"{limits[-1]}+")
+    at = np.searchsorted(np.array(limits), np.asarray(sizes, np.int64), side="right") - 1
+    counts = np.bincount(at, minlength=len(limits)) if at.size else np.zeros(len(limits), np.int64)
+    return {name: int(c) for name, c in zip(names, counts, strict=True)}
+
+
+def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordinal: int) -> ClusterSummary:
+    """Write every shard's cluster sizes and the summary (end of a filter-mode build with dedup)."""
+    clusters = read_clusters(storage, out_url, -(-next_ordinal // BLOCK_WARCS))
+    kept = _KeptGids(storage, out_url)
+    folder, files = join_url(out_url, CLUSTERS_DIR), {}
+    every = []
+    for i in range(shards):
+        meta = json.loads(storage.read_bytes(join_url(join_url(out_url, SHARDS_DIR), shard_name(i) + ".json")))
+        gids = [kept.take(int(s["ordinal"]), int(s["docs"])) for s in meta["sources"]]
+        sizes = clusters.sizes(np.concatenate(gids or [np.zeros(0, np.uint64)])).astype("<u4")
+        data = sizes.tobytes()
+        storage.write_atomic(join_url(folder, sizes_name(i)), data)
+        files[sizes_name(i)] = hashlib.sha256(data).hexdigest()
+        every.append(sizes)
+    sizes = np.concatenate(every or [np.zeros(0, np.uint32)])
+    summary = ClusterSummary(int(sizes.size), int(sizes.astype(np.int64).sum() - sizes.size), clusters.prior,
+                             histogram(sizes), files)
+    storage.write_atomic(join_url(folder, SUMMARY_FILE), canonical_json(summary.to_json()))
+    return summary

@@ -300,9 +300,9 @@ def committed(storage: Storage, out: str) -> int:
 
 
 def shard_digests(storage: Storage, out: str) -> dict[str, str]:
-    """sha256 of every file under shards/, by name (local or S3)."""
-    return {url.rsplit("/", 1)[-1]: hashlib.sha256(storage.read_bytes(url)).hexdigest()
-            for url in storage.list(join_url(out, "shards"))}
+    """sha256 of every file under shards/ and clusters/ (the cluster sizes), by folder and name (local or S3)."""
+    return {"/".join(url.rsplit("/", 2)[-2:]): hashlib.sha256(storage.read_bytes(url)).hexdigest()
+            for folder in ("shards", "clusters") for url in storage.list(join_url(out, folder))}
 
 
 def tail(path: Path, chars: int = 2000) -> str:

@@ -14,6 +14,8 @@ windows of ``ctx_len + 1`` consecutive tokens as ``(input, target) = (w[:-1], w[
 - Resume is exact and O(1): ``iter_windows(epoch, step)`` starts at the ``step``-th window
   of this slot's stream; ``state(...)`` / ``from_state`` carry (epoch, step); a token
   offset converts with ``step = tokens // ctx_len``.
+- ``rehydrate=True`` (raycorpus shards): documents are upsampled by their duplicate-cluster size with FineWeb-2's
+  weights (:func:`rehydrated`), as extra passes over the shards, shuffled with them.
 
 Local files only (it memory-maps them). ``TorchWindows`` wraps it as a torch
 ``IterableDataset`` that reads the rank from ``torch.distributed`` and the worker from
@@ -45,6 +47,63 @@ class _File:
         if self.tokens.ndim == 2:
             return self.tokens[i]
         return self.tokens[i * width : (i + 1) * width]
+
+
+@dataclass
+class _Pass:
+    """One rehydration pass over a shard: the documents given at least ``k`` times (their token ranges, in order),
+    read as one token stream."""
+
+    path: Path
+    source: np.ndarray  # the shard's tokens
+    starts: np.ndarray  # int64 first token of each document of the pass
+    offsets: np.ndarray  # int64 where each starts in the pass's stream (0, then cumulative lengths)
+    size: int  # tokens in the pass
+
+    @classmethod
+    def of(cls, f: _File, chosen: np.ndarray, k: int) -> _Pass:
+        ends = np.asarray(f.ends, np.int64)
+        starts = np.concatenate([[0], ends[:-1]])[chosen]
+        lengths = (ends[chosen] - starts).astype(np.int64)
+        return cls(Path(f"{f.path}#pass{k}"), f.tokens, starts, np.concatenate([[0], np.cumsum(lengths)]),
+                   int(lengths.sum()))
+
+    def windows(self, width: int) -> int:
+        return self.size // width
+
+    def window(self, i: int, width: int) -> np.ndarray:
+        lo, hi = i * width, (i + 1) * width
+        first = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+        last = int(np.searchsorted(self.offsets, hi, side="left"))
+        parts = []
+        for d in range(first, last):
+            a, b = max(lo, int(self.offsets[d])), min(hi, int(self.offsets[d + 1]))
+            at = int(self.starts[d]) + a - int(self.offsets[d])
+            parts.append(self.source[at : at + b - a])
+        return np.concatenate(parts)
+
+
+def rehydrated(root: Path, files: list[_File], weights: dict[int, int] | None = None) -> list[_File | _Pass]:
+    """``files`` (a raycorpus output's shards) and their rehydration passes: pass ``k`` of a shard holds, in
+    order, its documents given ``k`` times or more (:func:`~raycorpus.process.dedup.clusters.upsampling` of
+    their cluster sizes, ``clusters/``), so that every document is seen as many times as its weight, in
+    different windows. FineWeb-2 repeats a document in place and shuffles; the passes do that without copies."""
+    from raycorpus.output.clusters import CLUSTERS_DIR
+    from raycorpus.process.dedup.clusters import upsampling
+
+    folder = root / CLUSTERS_DIR
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{root}: no {CLUSTERS_DIR}/ (cluster sizes): rehydration needs a raycorpus output "
+                                "built in filter mode with dedup, by raycorpus 0.1 or later")
+    passes: dict[int, list[_Pass]] = {}
+    for f in files:
+        sizes = np.fromfile(folder / (f.path.with_suffix("").name + ".sizes"), "<u4")
+        if sizes.size != len(f.ends):
+            raise ValueError(f"{folder}: {sizes.size} cluster sizes for the {len(f.ends)} documents of {f.path.name}")
+        times = upsampling(sizes, weights)
+        for k in range(2, int(times.max(initial=1)) + 1):
+            passes.setdefault(k, []).append(_Pass.of(f, np.flatnonzero(times >= k), k))
+    return [*files, *(p for k in sorted(passes) for p in passes[k] if p.size)]
 
 
 SUBDIRS = {"raycorpus": "shards", "megatron": "megatron", "datatrove": "datatrove", "packed": "packed"}
@@ -90,10 +149,15 @@ def open_token_files(path: str | Path, fmt: str = "auto") -> tuple[str, list[_Fi
 class TokenWindows:
     def __init__(self, path: str | Path, ctx_len: int, *, fmt: str = "auto", rank: int = 0, world_size: int = 1,
                  worker: int = 0, num_workers: int = 1, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = True):
+                 drop_last: bool = True, rehydrate: bool = False):
         if not (0 <= rank < world_size and 0 <= worker < num_workers):
             raise ValueError(f"rank {rank} of {world_size}, worker {worker} of {num_workers}: out of range")
         self.fmt, self.files = open_token_files(path, fmt)
+        if rehydrate:
+            if self.fmt != "raycorpus":
+                raise ValueError(f"rehydrate reads the cluster sizes of shards/, not {self.fmt}/ (fmt: raycorpus)")
+            root = Path(path)
+            self.files = rehydrated(root.parent if root.name == SUBDIRS["raycorpus"] else root, self.files)
         if self.fmt == "packed":
             width = self.files[0].tokens.shape[1]
             if ctx_len != width - 1:

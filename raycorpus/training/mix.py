@@ -29,6 +29,8 @@ class Domain(BaseModel):
     name: str
     path: str = Field(description="a built corpus (output folder) or one of its format folders")
     weight: float | None = Field(None, gt=0, description="explicit weight (all domains or none)")
+    rehydrate: bool = Field(False, description="upsample documents by their duplicate-cluster size with FineWeb-2's "
+                            "weights (a raycorpus output built with dedup in filter mode; its size counts the copies)")
 
 
 class MixConfig(BaseModel):
@@ -86,7 +88,8 @@ def draw_order(weights, capacity, n_samples: int, seed: int) -> np.ndarray:
 
 
 def plan(cfg: MixConfig) -> dict:
-    windows = [TokenWindows(d.path, cfg.ctx_len, fmt=cfg.format, shuffle=False).total for d in cfg.domains]
+    windows = [TokenWindows(d.path, cfg.ctx_len, fmt=cfg.format, shuffle=False, rehydrate=d.rehydrate).total
+               for d in cfg.domains]
     sizes = np.array(windows, np.float64) * cfg.ctx_len
     if cfg.domains[0].weight is not None:
         weights = np.array([d.weight for d in cfg.domains], np.float64)
@@ -100,6 +103,7 @@ def plan(cfg: MixConfig) -> dict:
     return {
         "domains": [d.name for d in cfg.domains],
         "paths": [d.path for d in cfg.domains],
+        "rehydrate": [d.rehydrate for d in cfg.domains],
         "windows": windows,
         "size_tokens": [int(s) for s in sizes],
         "weights": [round(float(w), 6) for w in weights],
@@ -163,7 +167,9 @@ class MixedWindows:
         mix_dir = Path(mix_dir)
         p = json.loads((mix_dir / PLAN_FILE).read_text())
         self.order = np.load(mix_dir / ORDER_FILE)
-        self.domains = [TokenWindows(path, p["ctx_len"], fmt=p["format"], seed=p["seed"]) for path in p["paths"]]
+        rehydrate = p.get("rehydrate") or [False] * len(p["paths"])  # (a mix.json from before rehydration)
+        self.domains = [TokenWindows(path, p["ctx_len"], fmt=p["format"], seed=p["seed"], rehydrate=r)
+                        for path, r in zip(p["paths"], rehydrate, strict=True)]
         self.slot, self.slots = rank * num_workers + worker, world_size * num_workers
         self.occurrence = np.empty(self.order.size, np.int64)
         for d in range(len(self.domains)):

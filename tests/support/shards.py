@@ -30,3 +30,16 @@ def build_token_shards(tmp_path, vocab: int, formats=("megatron", "datatrove", "
         packer.add(w, f"warc-{w}", stage_tokens(packer.storage, str(tmp_path), w, tokens, lengths))
     state = packer.finish()
     return docs, state, meta
+
+
+def with_cluster_sizes(out, sizes_of) -> list[np.ndarray]:
+    """Token shards (:func:`build_token_shards`) and a ``clusters/`` written by hand: document ``n`` of the corpus
+    (in shard order) has cluster size ``sizes_of(n)``; returns the documents."""
+    docs, state, _ = build_token_shards(out, 30_000, formats=())
+    (out / "clusters").mkdir()
+    n = 0
+    for i in range(state.shards_closed):
+        count = len(np.fromfile(out / "shards" / f"shard-{i:06d}.idx", "<u8"))
+        np.array([sizes_of(k) for k in range(n, n + count)], "<u4").tofile(out / "clusters" / f"shard-{i:06d}.sizes")
+        n += count
+    return docs

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from raycorpus.training.loader import TokenWindows
-from tests.support.shards import build_token_shards
+from tests.support.shards import build_token_shards, with_cluster_sizes
 
 CTX = 32
 
@@ -95,3 +95,41 @@ def test_torch_dataset_splits_across_dataloader_workers(corpus):
     one_epoch = set(_all(TokenWindows(out, CTX, seed=2, drop_last=False)))
     assert set(got) <= one_epoch | set(_all(TokenWindows(out, CTX, seed=2, drop_last=False), epoch=1))
     assert len(set(got[: 2 * n])) == 2 * n  # the two workers' first epoch never repeats a window
+
+
+def test_rehydrate_gives_each_document_its_fineweb2_weight_in_passes(tmp_path_factory):
+    cycle = [1, 2, 3, 4, 5, 100, 1000]  # FineWeb-2's weights: 1, 2, 3, 3, 5, 8, 1
+    out = tmp_path_factory.mktemp("clusters")
+    docs = with_cluster_sizes(out, lambda k: cycle[k % len(cycle)])
+    plain = TokenWindows(out, CTX, shuffle=False)
+    tw = TokenWindows(out, CTX, shuffle=False, rehydrate=True)
+    assert [f.path for f in tw.files[: len(plain.files)]] == [f.path for f in plain.files]  # shards, then passes
+    weight = [1, 2, 3, 3, 5, 8, 1]
+    for k in range(2, 9):  # pass k: the documents given k times or more, in order, read as one stream
+        expect = np.concatenate([d for n, d in enumerate(docs) if weight[n % len(cycle)] >= k])
+        passes = [f for f in tw.files[len(plain.files):] if str(f.path).endswith(f"#pass{k}")]
+        got = np.concatenate([np.concatenate([f.window(i, CTX + 1) for i in range(f.windows(CTX + 1))])
+                              for f in passes])
+        per_file = [np.concatenate([d for n, d in enumerate(docs) if weight[n % len(cycle)] >= k and n in span])
+                    for span in _spans(out, plain)]
+        assert got.tobytes() == b"".join(p[: len(p) // (CTX + 1) * (CTX + 1)].astype(got.dtype).tobytes()
+                                          for p in per_file)
+        assert sum(len(p) for p in per_file) == len(expect)
+    assert len(tw) > len(plain) * 2
+
+
+def _spans(out, plain: TokenWindows) -> list[range]:
+    """The documents (numbered over the corpus) of each shard."""
+    spans, n = [], 0
+    for f in plain.files:
+        spans.append(range(n, n + len(f.ends)))
+        n += len(f.ends)
+    return spans
+
+
+def test_rehydrate_needs_cluster_sizes(corpus):
+    out, _ = corpus
+    with pytest.raises(FileNotFoundError, match="no clusters/"):
+        TokenWindows(out, CTX, rehydrate=True)
+    with pytest.raises(ValueError, match="not megatron/"):
+        TokenWindows(out, CTX, fmt="megatron", rehydrate=True)

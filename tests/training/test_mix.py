@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from raycorpus.training.loader import TokenWindows
 from raycorpus.training.mix import MixedWindows, draw_order, epochs_seen, temperature_weights
 from tests.support.shards import build_token_shards
 
@@ -82,3 +83,22 @@ def test_mix_warns_past_the_epoch_ceiling_and_refuses_bad_configs(domains, tmp_p
     r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "mix", str(cfg)], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "weight for every domain" in r.stderr
+
+
+def test_a_rehydrated_domain_counts_its_copies_and_serves_them(tmp_path):
+    from tests.support.shards import with_cluster_sizes
+
+    with_cluster_sizes(tmp_path / "web", lambda n: 2)  # every document twice (FineWeb-2: a cluster of 2)
+    build_token_shards(tmp_path / "code", 40_000, formats=(), ctx_len=32)
+    cfg = tmp_path / "mix.yaml"
+    domains = [{"name": "web", "path": str(tmp_path / "web"), "rehydrate": True},
+               {"name": "code", "path": str(tmp_path / "code")}]
+    cfg.write_text(json.dumps({"domains": domains, "tokens": 20_000, "ctx_len": 32, "output": str(tmp_path / "mix")}))
+    r = subprocess.run([sys.executable, "-m", "raycorpus.cli", "mix", str(cfg)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    p = json.loads((tmp_path / "mix" / "mix.json").read_text())
+    once = TokenWindows(tmp_path / "web", 32).total
+    assert p["rehydrate"] == [True, False] and once * 2 - 10 <= p["windows"][0] <= once * 2
+    served = [d for d, _, _ in MixedWindows(tmp_path / "mix").iter_windows()]
+    assert served == np.load(tmp_path / "mix" / "order.npy").tolist()

@@ -7,7 +7,7 @@ import json
 
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 from raycorpus.ingest.storage import NotFound, Storage
-from raycorpus.output.summary import DedupStats, RunSummary, ThisRun
+from raycorpus.output.summary import ClusterCounts, DedupStats, RunSummary, ThisRun
 from raycorpus.runtime.progress import per_second
 
 
@@ -38,6 +38,8 @@ def format_summary(s: RunSummary) -> str:
         lines.append(f"stage cost    ms per input document: {costs}")
     if s.this_run.dedup:
         lines.append(_dedup_line(s.this_run.dedup))
+    if s.clusters:
+        lines.append(_clusters_line(s.clusters))
     lines.append(f"tokens        {s.tokens:,} in {s.shards:,} shards")
     if s.storage.retries:
         lines.append(f"storage       {s.storage.retries:,} read requests retried"
@@ -47,6 +49,12 @@ def format_summary(s: RunSummary) -> str:
     if len(s.failed) > 20:
         lines.append(f"FAILED        ... and {len(s.failed) - 20} more (see summary.json)")
     return "\n".join(lines)
+
+
+def _clusters_line(c: ClusterCounts) -> str:
+    sizes = ", ".join(f"{k}: {n:,}" for k, n in c.histogram.items() if n)
+    return (f"clusters      {c.documents:,} documents by duplicate-cluster size ({sizes}); {c.duplicates:,} "
+            "duplicates in them" + (f", {c.prior_duplicates:,} of earlier outputs'" if c.prior_duplicates else ""))
 
 
 def _dedup_line(dd: DedupStats) -> str:

@@ -101,6 +101,14 @@ def histogram(sizes: np.ndarray) -> dict[str, int]:
     return {name: int(c) for name, c in zip(names, counts, strict=True)}
 
 
+def read_cluster_summary(storage: Storage, out_url: str) -> dict | None:
+    """``clusters/clusters.json`` of the output (None: it has none)."""
+    try:
+        return json.loads(storage.read_bytes(join_url(join_url(out_url, CLUSTERS_DIR), SUMMARY_FILE)))
+    except NotFound:
+        return None
+
+
 def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordinal: int) -> ClusterSummary:
     """Write every shard's cluster sizes and the summary (end of a filter-mode build with dedup)."""
     clusters = read_clusters(storage, out_url, -(-next_ordinal // BLOCK_WARCS))

@@ -188,6 +188,20 @@ class ThisRun(_Part):
         })
 
 
+class ClusterCounts(_Part):
+    """Duplicate clusters (a finished filter-mode build with dedup; ``clusters/``): each kept document's cluster is
+    it and the documents dedup dropped as its duplicates."""
+
+    documents: int
+    """Documents in the shards (one cluster each)."""
+    duplicates: int
+    """Documents dropped as duplicates of them."""
+    prior_duplicates: int
+    """Documents dropped as duplicates of an earlier output's (``dedup.against``)."""
+    histogram: dict[str, int]
+    """Documents by cluster size, in FineWeb-2's rehydration bins (``1``, ``2``, ``3-4``, ``5-99``, ...)."""
+
+
 class RunSummary(_Part):
     """An output's run summary (``summary.json``): the ledger's totals over every committed WARC, and ``this_run``,
     what the last invocation did."""
@@ -213,6 +227,8 @@ class RunSummary(_Part):
     """Storage requests the workers retried while reading committed WARCs (throttled: after SlowDown / 503 / 429)."""
     failed: list[FailedWarc] = []
     """The WARCs given up on."""
+    clusters: ClusterCounts | None = _measured()
+    """Duplicate clusters (finished filter-mode builds with dedup only)."""
     this_run: ThisRun = Field(default_factory=ThisRun)
 
     @classmethod
@@ -248,8 +264,10 @@ class RunSummary(_Part):
         return self.to_dict().get(key, default)
 
 
-def build_summary(output: str, state: LedgerState, total_warcs: int, run: ThisRun) -> RunSummary:
-    """The summary of the output at ``output`` (its path or URL) whose ledger state is ``state``, after ``run``."""
+def build_summary(output: str, state: LedgerState, total_warcs: int, run: ThisRun,
+                  clusters: dict | None = None) -> RunSummary:
+    """The summary of the output at ``output`` (its path or URL) whose ledger state is ``state``, after ``run``;
+    ``clusters``: its ``clusters/clusters.json``, when it has one."""
     t = state.totals
     drops, skips, tagged, charsets, stage_ns = (
         {k.label: v for k, v in ck.of_kind(t, kind).items()}
@@ -268,5 +286,6 @@ def build_summary(output: str, state: LedgerState, total_warcs: int, run: ThisRu
         bytes_read=t[ck.BYTES_READ],
         storage=StorageUse(t[ck.STORAGE_RETRIES], t[ck.STORAGE_THROTTLED]),
         failed=state.failed,
+        clusters=ClusterCounts.model_validate(clusters) if clusters and state.complete else None,
         this_run=run.with_rates(),
     )

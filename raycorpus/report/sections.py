@@ -11,6 +11,7 @@ import numpy as np
 
 from raycorpus.config import Config
 from raycorpus.output.report_state import DEDUP, KEPT, ReportState
+from raycorpus.process.dedup.clusters import upsampling
 from raycorpus.process.dedup.index import split_gid
 from raycorpus.process.filters.registry import DEFAULT_CHAIN, stages
 from raycorpus.process.profile import COUNT, PASSED, UNIT
@@ -297,6 +298,8 @@ def dedup(view: OutputView) -> dict | None:
                   title={"text": "Duplicates by kind (first match wins: URL, then exact, then near)"},
                   yaxis={"title": {"text": "documents"}}, height=280)
     out: dict = {"counts": counts, "figures": [{"id": "dedup-kinds", "figure": bars}]}
+    if s.clusters is not None:
+        out["figures"].append({"id": "dedup-cluster-sizes", "figure": _cluster_sizes(s.clusters.histogram)})
     if r is None:
         return out
     if r.similarity.any():
@@ -312,6 +315,19 @@ def dedup(view: OutputView) -> dict | None:
         title={"text": "Domains with the most duplicates"}, height=max(260, 40 + 22 * len(out["domains"])),
         margin={"l": 200})})
     return out
+
+
+def _cluster_sizes(histogram: dict[str, int]) -> dict:
+    """Documents by duplicate-cluster size (``clusters/``), in FineWeb-2's bins, with the times rehydration gives
+    each (``rehydrate``)."""
+    times = upsampling(np.array([int(k.split("-")[0].rstrip("+")) for k in histogram]))
+    labels = [f"{k}: given {t}x" for k, t in zip(histogram, times, strict=True)]
+    return figure([{"type": "bar", "x": labels, "y": list(histogram.values()), "marker": {"color": GREEN},
+                    "text": [f"{n:,}" for n in histogram.values()], "textposition": "auto"}],
+                  title={"text": "Kept documents by duplicate-cluster size (and how often FineWeb-2's "
+                         "rehydration gives them)"},
+                  xaxis={"title": {"text": "cluster size: the document and its dropped duplicates"}},
+                  yaxis={"title": {"text": "documents"}}, height=280)
 
 
 def _similarity(hist: np.ndarray, threshold: float | None) -> dict:

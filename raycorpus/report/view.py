@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from raycorpus.config import Config
 from raycorpus.ingest.storage import NotFound, Storage, is_remote
+from raycorpus.output.clusters import read_cluster_summary
 from raycorpus.output.ledger import RUN_FILE, Ledger, LedgerError, LedgerState
 from raycorpus.output.report_state import ReportState
 from raycorpus.output.summary import RunSummary, ThisRun, build_summary
@@ -80,7 +81,8 @@ def _summary(storage: Storage, url: str, state: LedgerState, run: dict, config: 
     except NotFound:
         written = None
     total = int(run.get("warcs") or 0)
-    built = build_summary(config.output.path if config is not None else url, state, total, ThisRun())
+    built = build_summary(config.output.path if config is not None else url, state, total, ThisRun(),
+                          read_cluster_summary(storage, url))
     if written is not None and (written.warcs, written.docs, written.complete) == (built.warcs, built.docs,
                                                                                    built.complete):
         return written

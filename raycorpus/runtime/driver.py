@@ -22,6 +22,7 @@ from raycorpus import counts as ck
 from raycorpus.config import Config
 from raycorpus.ingest.growth import ManifestLines
 from raycorpus.ingest.storage import Storage, join_url
+from raycorpus.output.clusters import read_cluster_summary
 from raycorpus.output.grow import reopen_finished
 from raycorpus.output.ledger import Ledger, LedgerError, LedgerState
 from raycorpus.output.lock import OutputLock
@@ -139,7 +140,8 @@ def run_build(cfg: Config, token_meta: dict, progress_mode: str | None = None, w
         if state.complete:
             if state.dedup:  # an output finished by an earlier raycorpus may hold files its checkpoint does not name
                 remove_unnamed(storage, join_url(cfg.output.path, DEDUP_DIR), state.dedup)
-            return build_summary(cfg.output.path, state, total, ThisRun(resumed_at=total, processed=0))
+            return build_summary(cfg.output.path, state, total, ThisRun(resumed_at=total, processed=0),
+                                 read_cluster_summary(storage, cfg.output.path))
         init_ray(cfg)
         if work is None:
             work = WorkSource(total, functools.partial(_warc_tasks, cfg, storage, total), WarcWorker,
@@ -208,7 +210,8 @@ class _Build:
             stats = self._run_stats(wall, t_start)
             cpu = {"driver": cpu_seconds(), "driver_main_thread": time.thread_time(), **self._cpu()}
             stats.cpu_seconds = {role: round(cpu[role] - cpu_start.get(role, 0.0), 3) for role in cpu}
-            return build_summary(self.cfg.output.path, self.ledger.load(), self.total, stats)
+            return build_summary(self.cfg.output.path, self.ledger.load(), self.total, stats,
+                                 read_cluster_summary(self.ledger.storage, self.cfg.output.path))
         except KeyboardInterrupt:
             if progress is not None:
                 progress.close()

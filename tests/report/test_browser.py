@@ -101,6 +101,9 @@ def test_every_chart_renders_the_runs_numbers(page, demo):
     kinds = page.js("document.getElementById('chart-dedup-kinds').data[0]")
     assert dict(zip(kinds["x"], kinds["y"], strict=True)) == {
         k.removeprefix("dedup:"): v for k, v in s["docs"]["dropped"].items() if k.startswith("dedup:")}
+    sizes = page.js("document.getElementById('chart-dedup-cluster-sizes').data[0].y")
+    assert sum(sizes) == s["docs"]["kept"] == s["clusters"]["documents"]  # one cluster per kept document
+    assert s["clusters"]["duplicates"] == sum(v for k, v in s["docs"]["dropped"].items() if k.startswith("dedup:"))
     stages = page.js("document.getElementById('chart-cost').data[0].y")
     assert sorted(stages) == sorted(s["stage_seconds"])
     cards = page.js("[...document.querySelectorAll('#output .card .value')].map(v => v.textContent)")

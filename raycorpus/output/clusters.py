@@ -11,17 +11,21 @@ committed documents, same bytes. Filter mode only: in tag mode the shards hold t
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 import json
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from raycorpus.ingest.storage import NotFound, Storage, join_url
+from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import SHARDS_DIR, canonical_json, shard_name
-from raycorpus.process.dedup.clusters import FINEWEB2_WEIGHTS, Clusters
+from raycorpus.process.dedup.clusters import FINEWEB2_WEIGHTS, Clusters, Links
 from raycorpus.process.dedup.index import DEDUP_DIR, make_gids
+from raycorpus.process.dedup.prior import PRIOR_SHIFT
 from raycorpus.process.dedup.records import BLOCK_WARCS, RecordReader, block_name, decode_links
 
 CLUSTERS_DIR = "clusters"
@@ -36,11 +40,11 @@ class ClusterError(ValueError):
     """The output's dedup records do not give cluster sizes (written before links, or changed by hand)."""
 
 
-def read_clusters(storage: Storage, out_url: str, blocks: int) -> Clusters:
-    """The build's clusters from the duplicate links of its rows blocks ``0 .. blocks - 1``."""
+def read_links(storage: Storage, out_url: str, next_ordinal: int) -> Links:
+    """The duplicate links of the output's committed WARCs below ``next_ordinal`` (from its rows blocks)."""
     dedup_url = join_url(out_url, DEDUP_DIR)
     children, parents = [], []
-    for block in range(blocks):
+    for block in range(-(-next_ordinal // BLOCK_WARCS)):
         try:
             links = decode_links(storage.read_bytes(join_url(dedup_url, block_name(block))))
         except NotFound:
@@ -51,7 +55,7 @@ def read_clusters(storage: Storage, out_url: str, blocks: int) -> Clusters:
             children.append(link.gids(ordinal))
             parents.append(link.dup_of)
     empty = np.zeros(0, np.uint64)
-    return Clusters.of(np.concatenate(children or [empty]), np.concatenate(parents or [empty]))
+    return Links.of(np.concatenate(children or [empty]), np.concatenate(parents or [empty]))
 
 
 class _KeptGids:
@@ -84,11 +88,34 @@ class ClusterSummary:
     prior_duplicates: int  # dropped as duplicates of an earlier output's (dedup.against)
     histogram: dict[str, int]  # documents by cluster size, FineWeb-2's limits
     files: dict[str, str]  # sha256 of each shard's sizes file
+    against: list[dict]  # per earlier output with duplicates here: {output, file, duplicates}
 
     def to_json(self) -> dict:
         return {"documents": self.documents, "duplicates": self.duplicates,
                 "prior_duplicates": self.prior_duplicates, "histogram": self.histogram, "files": self.files,
+                "against": self.against,
                 "weights": "FineWeb-2 (huggingface/fineweb-2 README): " + json.dumps(FINEWEB2_WEIGHTS)}
+
+
+def against_name(k: int) -> str:
+    return f"against-{k:02d}.npz"
+
+
+def _write_against(storage: Storage, folder: str, clusters: Clusters, against: tuple[str, ...]) -> list[dict]:
+    """Per earlier output (``dedup.against``) whose documents this build's duplicates reach: their ids there and
+    how many reach each (``clusters/against-KK.npz``), so that the earlier output's sizes can count them."""
+    out = []
+    number = clusters.prior_roots >> np.uint64(PRIOR_SHIFT)
+    for k, output in enumerate(against):
+        mine = number == k + 1
+        if not mine.any():
+            continue
+        buf = io.BytesIO()
+        np.savez(buf, gids=clusters.prior_roots[mine] & np.uint64((1 << PRIOR_SHIFT) - 1),
+                 dups=clusters.prior_dups[mine])
+        storage.write_atomic(join_url(folder, against_name(k)), buf.getvalue())
+        out.append({"output": output, "file": against_name(k), "duplicates": int(clusters.prior_dups[mine].sum())})
+    return out
 
 
 def histogram(sizes: np.ndarray) -> dict[str, int]:
@@ -109,22 +136,56 @@ def read_cluster_summary(storage: Storage, out_url: str) -> dict | None:
         return None
 
 
-def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordinal: int) -> ClusterSummary:
-    """Write every shard's cluster sizes and the summary (end of a filter-mode build with dedup)."""
-    clusters = read_clusters(storage, out_url, -(-next_ordinal // BLOCK_WARCS))
-    kept = _KeptGids(storage, out_url)
-    folder, files = join_url(out_url, CLUSTERS_DIR), {}
-    every = []
-    for i in range(shards):
-        meta = json.loads(storage.read_bytes(join_url(join_url(out_url, SHARDS_DIR), shard_name(i) + ".json")))
-        gids = [kept.take(int(s["ordinal"]), int(s["docs"])) for s in meta["sources"]]
-        sizes = clusters.sizes(np.concatenate(gids or [np.zeros(0, np.uint64)])).astype("<u4")
-        data = sizes.tobytes()
+def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordinal: int,
+                        against: tuple[str, ...] = ()) -> ClusterSummary:
+    """Write every shard's cluster sizes, what this build adds to the earlier outputs' (``against``), and the
+    summary (end of a filter-mode build with dedup)."""
+    clusters = Clusters.of(read_links(storage, out_url, next_ordinal))
+    folder, files, every = join_url(out_url, CLUSTERS_DIR), {}, []
+    for i, sizes in enumerate(_shard_sizes(storage, out_url, shards, clusters)):
+        data = sizes.astype("<u4").tobytes()
         storage.write_atomic(join_url(folder, sizes_name(i)), data)
         files[sizes_name(i)] = hashlib.sha256(data).hexdigest()
         every.append(sizes)
     sizes = np.concatenate(every or [np.zeros(0, np.uint32)])
     summary = ClusterSummary(int(sizes.size), int(sizes.astype(np.int64).sum() - sizes.size), clusters.prior,
-                             histogram(sizes), files)
+                             histogram(sizes), files, _write_against(storage, folder, clusters, against))
     storage.write_atomic(join_url(folder, SUMMARY_FILE), canonical_json(summary.to_json()))
     return summary
+
+
+def _shard_sizes(storage: Storage, out_url: str, shards: int, clusters: Clusters):
+    """Each shard's documents' cluster sizes, in shard order."""
+    kept = _KeptGids(storage, out_url)
+    for i in range(shards):
+        meta = json.loads(storage.read_bytes(join_url(join_url(out_url, SHARDS_DIR), shard_name(i) + ".json")))
+        gids = [kept.take(int(s["ordinal"]), int(s["docs"])) for s in meta["sources"]]
+        yield clusters.sizes(np.concatenate(gids or [np.zeros(0, np.uint64)]))
+
+
+def sizes_with_later(storage: Storage, out_url: str, later: tuple[str, ...]) -> list[np.ndarray]:
+    """The output's cluster sizes per shard, counting also the duplicates that ``later`` builds (deduplicated
+    against it with ``dedup.against``) dropped of its documents."""
+    state = Ledger(storage, out_url).load()
+    own = [np.frombuffer(storage.read_bytes(join_url(join_url(out_url, CLUSTERS_DIR), sizes_name(i))), "<u4")
+           for i in range(state.packer.shards_closed)]
+    named = []
+    for url in later:
+        summary = read_cluster_summary(storage, url)
+        if summary is None:
+            raise ClusterError(f"{url}: no {CLUSTERS_DIR}/{SUMMARY_FILE} (not a finished filter-mode build with dedup)")
+        for entry in summary.get("against", []):
+            if _same_output(entry["output"], out_url):
+                data = storage.read_bytes(join_url(join_url(url, CLUSTERS_DIR), entry["file"]))
+                with np.load(io.BytesIO(data)) as z:
+                    named.append(np.repeat(z["gids"], z["dups"]))
+    if not named:
+        return own
+    added = Clusters.of(read_links(storage, out_url, state.next_ordinal), np.concatenate(named))
+    return [o + (a - 1) for o, a in zip(own, _shard_sizes(storage, out_url, len(own), added), strict=True)]
+
+
+def _same_output(a: str, b: str) -> bool:
+    if "://" in a or "://" in b:
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.realpath(a) == os.path.realpath(b)

@@ -280,6 +280,7 @@ class PackerActor(Measured):
         self.storage = faults.wrap_storage(storage)
         self.dedup_url = join_url(cfg.output.path, DEDUP_DIR)
         self.layout = worker_layout(cfg)  # (what a record holds)
+        self.against = tuple(cfg.dedup.against)  # (the earlier outputs the cluster sizes name)
         self._flushes: list | None = None  # the LSH shards' flush calls for the coming checkpoint
         fence = OutputLock(storage, cfg.output.path, run_id=run_id).check if run_id else None
         self.writer = CorpusWriter(  # checkpoints when the committer says (it also has the shards flush first)
@@ -295,7 +296,7 @@ class PackerActor(Measured):
     def _cluster_sizes(self, shards: int, next_ordinal: int) -> None:
         """The cluster-size sidecar (end of the build), from the records it has just flushed."""
         self.rows.flush()
-        write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal)
+        write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal, self.against)
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
         """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the

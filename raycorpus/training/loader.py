@@ -15,7 +15,8 @@ windows of ``ctx_len + 1`` consecutive tokens as ``(input, target) = (w[:-1], w[
   of this slot's stream; ``state(...)`` / ``from_state`` carry (epoch, step); a token
   offset converts with ``step = tokens // ctx_len``.
 - ``rehydrate=True`` (raycorpus shards): documents are upsampled by their duplicate-cluster size with FineWeb-2's
-  weights (:func:`rehydrated`), as extra passes over the shards, shuffled with them.
+  weights (:func:`rehydrated`), as extra passes over the shards, shuffled with them; ``rehydrate_with``: outputs
+  built later against this one (``dedup.against``), whose duplicates of its documents count too.
 
 Local files only (it memory-maps them). ``TorchWindows`` wraps it as a torch
 ``IterableDataset`` that reads the rank from ``torch.distributed`` and the worker from
@@ -83,21 +84,27 @@ class _Pass:
         return np.concatenate(parts)
 
 
-def rehydrated(root: Path, files: list[_File], weights: dict[int, int] | None = None) -> list[_File | _Pass]:
+def rehydrated(root: Path, files: list[_File], weights: dict[int, int] | None = None,
+               later: tuple[str, ...] = ()) -> list[_File | _Pass]:
     """``files`` (a raycorpus output's shards) and their rehydration passes: pass ``k`` of a shard holds, in
     order, its documents given ``k`` times or more (:func:`~raycorpus.process.dedup.clusters.upsampling` of
     their cluster sizes, ``clusters/``), so that every document is seen as many times as its weight, in
-    different windows. FineWeb-2 repeats a document in place and shuffles; the passes do that without copies."""
-    from raycorpus.output.clusters import CLUSTERS_DIR
+    different windows. FineWeb-2 repeats a document in place and shuffles; the passes do that without copies.
+    ``later``: outputs built later against this one (``dedup.against``), whose duplicates of its documents count
+    in their clusters too."""
+    from raycorpus.ingest.storage import Storage
+    from raycorpus.output.clusters import CLUSTERS_DIR, sizes_with_later
     from raycorpus.process.dedup.clusters import upsampling
 
     folder = root / CLUSTERS_DIR
     if not folder.is_dir():
         raise FileNotFoundError(f"{root}: no {CLUSTERS_DIR}/ (cluster sizes): rehydration needs a raycorpus output "
                                 "built in filter mode with dedup, by raycorpus 0.1 or later")
+    every = sizes_with_later(Storage(), str(root), later) if later else None
     passes: dict[int, list[_Pass]] = {}
     for f in files:
-        sizes = np.fromfile(folder / (f.path.with_suffix("").name + ".sizes"), "<u4")
+        name = f.path.with_suffix("").name  # shard-NNNNNN
+        sizes = np.fromfile(folder / (name + ".sizes"), "<u4") if every is None else every[int(name.split("-")[1])]
         if sizes.size != len(f.ends):
             raise ValueError(f"{folder}: {sizes.size} cluster sizes for the {len(f.ends)} documents of {f.path.name}")
         times = upsampling(sizes, weights)
@@ -149,7 +156,7 @@ def open_token_files(path: str | Path, fmt: str = "auto") -> tuple[str, list[_Fi
 class TokenWindows:
     def __init__(self, path: str | Path, ctx_len: int, *, fmt: str = "auto", rank: int = 0, world_size: int = 1,
                  worker: int = 0, num_workers: int = 1, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = True, rehydrate: bool = False):
+                 drop_last: bool = True, rehydrate: bool = False, rehydrate_with: tuple[str, ...] = ()):
         if not (0 <= rank < world_size and 0 <= worker < num_workers):
             raise ValueError(f"rank {rank} of {world_size}, worker {worker} of {num_workers}: out of range")
         self.fmt, self.files = open_token_files(path, fmt)
@@ -157,7 +164,8 @@ class TokenWindows:
             if self.fmt != "raycorpus":
                 raise ValueError(f"rehydrate reads the cluster sizes of shards/, not {self.fmt}/ (fmt: raycorpus)")
             root = Path(path)
-            self.files = rehydrated(root.parent if root.name == SUBDIRS["raycorpus"] else root, self.files)
+            self.files = rehydrated(root.parent if root.name == SUBDIRS["raycorpus"] else root, self.files,
+                                    later=tuple(rehydrate_with))
         if self.fmt == "packed":
             width = self.files[0].tokens.shape[1]
             if ctx_len != width - 1:

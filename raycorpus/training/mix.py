@@ -31,6 +31,8 @@ class Domain(BaseModel):
     weight: float | None = Field(None, gt=0, description="explicit weight (all domains or none)")
     rehydrate: bool = Field(False, description="upsample documents by their duplicate-cluster size with FineWeb-2's "
                             "weights (a raycorpus output built with dedup in filter mode; its size counts the copies)")
+    rehydrate_with: list[str] = Field([], description="outputs built later against this one (dedup.against): their "
+                                      "duplicates of its documents count in its clusters too")
 
 
 class MixConfig(BaseModel):
@@ -88,8 +90,8 @@ def draw_order(weights, capacity, n_samples: int, seed: int) -> np.ndarray:
 
 
 def plan(cfg: MixConfig) -> dict:
-    windows = [TokenWindows(d.path, cfg.ctx_len, fmt=cfg.format, shuffle=False, rehydrate=d.rehydrate).total
-               for d in cfg.domains]
+    windows = [TokenWindows(d.path, cfg.ctx_len, fmt=cfg.format, shuffle=False, rehydrate=d.rehydrate,
+                            rehydrate_with=tuple(d.rehydrate_with)).total for d in cfg.domains]
     sizes = np.array(windows, np.float64) * cfg.ctx_len
     if cfg.domains[0].weight is not None:
         weights = np.array([d.weight for d in cfg.domains], np.float64)
@@ -104,6 +106,7 @@ def plan(cfg: MixConfig) -> dict:
         "domains": [d.name for d in cfg.domains],
         "paths": [d.path for d in cfg.domains],
         "rehydrate": [d.rehydrate for d in cfg.domains],
+        "rehydrate_with": [d.rehydrate_with for d in cfg.domains],
         "windows": windows,
         "size_tokens": [int(s) for s in sizes],
         "weights": [round(float(w), 6) for w in weights],
@@ -145,7 +148,9 @@ def load_mix_config(path: str | Path) -> MixConfig:
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, str(p))) from None
     base = p.parent.resolve()
-    domains = [d.model_copy(update={"path": str((base / d.path).resolve())}) for d in cfg.domains]
+    domains = [d.model_copy(update={"path": str((base / d.path).resolve()),
+                                    "rehydrate_with": [str((base / p).resolve()) for p in d.rehydrate_with]})
+               for d in cfg.domains]
     return cfg.model_copy(update={"domains": domains, "output": str((base / cfg.output).resolve())})
 
 
@@ -168,8 +173,10 @@ class MixedWindows:
         p = json.loads((mix_dir / PLAN_FILE).read_text())
         self.order = np.load(mix_dir / ORDER_FILE)
         rehydrate = p.get("rehydrate") or [False] * len(p["paths"])  # (a mix.json from before rehydration)
-        self.domains = [TokenWindows(path, p["ctx_len"], fmt=p["format"], seed=p["seed"], rehydrate=r)
-                        for path, r in zip(p["paths"], rehydrate, strict=True)]
+        later = p.get("rehydrate_with") or [[]] * len(p["paths"])
+        self.domains = [TokenWindows(path, p["ctx_len"], fmt=p["format"], seed=p["seed"], rehydrate=r,
+                                     rehydrate_with=tuple(w)) for path, r, w in zip(p["paths"], rehydrate, later,
+                                                                                     strict=True)]
         self.slot, self.slots = rank * num_workers + worker, world_size * num_workers
         self.occurrence = np.empty(self.order.size, np.int64)
         for d in range(len(self.domains)):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.process.dedup.clusters import Clusters, DupLinks, upsampling
+from raycorpus.process.dedup.clusters import Clusters, DupLinks, Links, upsampling
 from raycorpus.process.dedup.index import EXACT, KEEP, NEAR, URL, Decision, RecordRows, make_gids
 from raycorpus.process.dedup.lsh import NO_MATCH
 from raycorpus.process.dedup.prior import PRIOR_SHIFT
@@ -22,7 +22,7 @@ def gid(ordinal: int, index: int) -> int:
 def test_a_near_duplicate_of_an_indexed_near_duplicate_counts_for_the_kept_document():
     a, b, c, d, e = gid(0, 0), gid(0, 1), gid(1, 0), gid(1, 1), gid(2, 0)
     # b is a URL copy of a; c a near copy of a (indexed); d a near copy of c; e an exact copy of a
-    clusters = Clusters.of(np.array([b, c, d, e], np.uint64), np.array([a, a, c, a], np.uint64))
+    clusters = Clusters.of(Links.of(np.array([b, c, d, e], np.uint64), np.array([a, a, c, a], np.uint64)))
     assert clusters.roots.tolist() == [a] and clusters.dups.tolist() == [4] and clusters.prior == 0
     assert clusters.sizes(np.array([a, gid(3, 0)], np.uint64)).tolist() == [5, 1]
 
@@ -30,14 +30,14 @@ def test_a_near_duplicate_of_an_indexed_near_duplicate_counts_for_the_kept_docum
 def test_duplicates_of_an_earlier_outputs_documents_are_counted_apart():
     earlier = (1 << PRIOR_SHIFT) | gid(7, 3)  # (dedup.against: the first earlier output's document)
     a, b, c = gid(0, 0), gid(0, 1), gid(1, 0)
-    clusters = Clusters.of(np.array([b, c], np.uint64), np.array([earlier, b], np.uint64))
+    clusters = Clusters.of(Links.of(np.array([b, c], np.uint64), np.array([earlier, b], np.uint64)))
     assert clusters.prior == 2 and clusters.roots.size == 0
     assert clusters.sizes(np.array([a], np.uint64)).tolist() == [1]
 
 
 def test_no_links_give_clusters_of_one():
     empty = np.zeros(0, np.uint64)
-    assert Clusters.of(empty, empty).sizes(np.array([gid(0, 0), gid(0, 1)], np.uint64)).tolist() == [1, 1]
+    assert Clusters.of(Links.of(empty, empty)).sizes(np.array([gid(0, 0), gid(0, 1)], np.uint64)).tolist() == [1, 1]
 
 
 def test_upsampling_reproduces_fineweb2s_weights():

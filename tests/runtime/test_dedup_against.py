@@ -112,6 +112,27 @@ def test_b_keeps_what_one_build_of_a_and_b_keeps_of_b(built):
     assert sb["this_run"]["dedup"]["prior_docs"] == sa["this_run"]["dedup"]["indexed_docs"]
 
 
+def _sizes(out: Path) -> np.ndarray:
+    """Every document's cluster size (clusters/), in shard order."""
+    return np.concatenate([np.fromfile(p, "<u4") for p in sorted((out / "clusters").glob("shard-*.sizes"))])
+
+
+def test_cluster_sizes_of_a_counted_with_b_are_the_one_run_builds(built):
+    from raycorpus.output.clusters import sizes_with_later
+    from raycorpus.training.loader import TokenWindows
+
+    (a, _), (ab, _), (b, sb) = built["A"], built["AB"], built["B"]
+    one, n_a = _sizes(ab), len(_documents(a))
+    with_b = np.concatenate(sizes_with_later(Storage(), str(a), (str(b),)))
+    assert with_b.tolist() == one[:n_a].tolist()  # A's clusters, B's duplicates of its documents counted
+    assert _sizes(b).tolist() == one[n_a:].tolist()
+    assert (with_b > _sizes(a)).any() and (with_b >= _sizes(a)).all()
+    against = json.loads((b / "clusters" / "clusters.json").read_text())["against"]
+    prior = sum(n for k, n in sb["docs"]["dropped"].items() if k.startswith("dedup:prior_"))
+    assert [x["output"] for x in against] == [str(a)] and against[0]["duplicates"] == prior > 0
+    assert len(TokenWindows(a, 16, rehydrate=True, rehydrate_with=(str(b),))) > len(TokenWindows(a, 16))
+
+
 def test_audit_rows_name_the_earlier_output_and_document(built):
     (a, _), (b, _) = built["A"], built["B"]
     st = Storage()

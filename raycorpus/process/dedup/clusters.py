@@ -54,32 +54,57 @@ class DupLinks:
 
 
 @dataclass(frozen=True)
-class Clusters:
-    """The build's clusters: the kept documents that have duplicates (sorted gids) and how many reach each, and
-    the duplicates whose cluster is an earlier output's document (``dedup.against``)."""
+class Links:
+    """Every dropped duplicate of a build (``children``, sorted) and the gid each names (``parents``)."""
 
-    roots: np.ndarray  # uint64 gids of this build's kept documents with at least one duplicate, sorted
-    dups: np.ndarray  # int64 duplicates per root
-    prior: int  # duplicates whose cluster's kept document is an earlier output's
+    children: np.ndarray  # uint64
+    parents: np.ndarray  # uint64
 
     @classmethod
-    def of(cls, children: np.ndarray, parents: np.ndarray) -> Clusters:
-        """From every dropped duplicate's gid (``children``) and the gid it names (``parents``)."""
+    def of(cls, children: np.ndarray, parents: np.ndarray) -> Links:
         children, parents = np.asarray(children, np.uint64), np.asarray(parents, np.uint64)
         order = np.argsort(children, kind="stable")
-        children, parents = children[order], parents[order]
-        roots = parents.copy()
-        for _ in range(64):  # a near duplicate may name an indexed near duplicate: follow to a kept document
-            at = np.searchsorted(children, roots)
-            inner = (at < children.size) & (children[np.minimum(at, max(children.size - 1, 0))] == roots)
+        return cls(children[order], parents[order])
+
+    def roots(self, gids: np.ndarray) -> np.ndarray:
+        """Each of ``gids`` followed through the links to a document that was not dropped (a near duplicate may
+        name an indexed near duplicate)."""
+        roots = np.asarray(gids, np.uint64).copy()
+        if not self.children.size:
+            return roots
+        for _ in range(64):
+            at = np.minimum(np.searchsorted(self.children, roots), self.children.size - 1)
+            inner = self.children[at] == roots
             if not inner.any():
-                break
-            roots[inner] = parents[at[inner]]
-        else:
-            raise ValueError("duplicate links form a chain longer than 64: the dedup records are inconsistent")
+                return roots
+            roots[inner] = self.parents[at[inner]]
+        raise ValueError("duplicate links form a chain longer than 64: the dedup records are inconsistent")
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Kept documents that have duplicates (sorted gids) and how many reach each: this build's (``roots``) and,
+    with ``dedup.against``, the earlier outputs' (``prior_roots``, gids tagged with their output)."""
+
+    roots: np.ndarray  # uint64, sorted
+    dups: np.ndarray  # int64 duplicates per root
+    prior_roots: np.ndarray  # uint64, sorted
+    prior_dups: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, links: Links, named: np.ndarray | None = None) -> Clusters:
+        """The clusters the duplicates of ``links`` form (or, given, the documents ``named`` form: one duplicate
+        each, followed through ``links``)."""
+        roots = links.roots(links.parents if named is None else named)
         prior = is_prior(roots)
         kept, counts = np.unique(roots[~prior], return_counts=True)
-        return cls(kept, counts.astype(np.int64), int(prior.sum()))
+        earlier, earlier_counts = np.unique(roots[prior], return_counts=True)
+        return cls(kept, counts.astype(np.int64), earlier, earlier_counts.astype(np.int64))
+
+    @property
+    def prior(self) -> int:
+        """Duplicates whose cluster's kept document is an earlier output's."""
+        return int(self.prior_dups.sum())
 
     def sizes(self, gids: np.ndarray) -> np.ndarray:
         """The cluster size (1 + its duplicates) of each kept document ``gids``."""

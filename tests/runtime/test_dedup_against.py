@@ -24,6 +24,7 @@ from raycorpus.cli.summary import format_summary
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.docfiles import read_jsonl_zst
 from raycorpus.output.ledger import Ledger, LedgerError
+from raycorpus.output.verify import verify_output
 from tests.support.corpus import make_config, run, shard_digests, wait_for_checkpoints
 from tests.support.servers import LocalHTTPServer
 
@@ -131,6 +132,8 @@ def test_cluster_sizes_of_a_counted_with_b_are_the_one_run_builds(built):
     prior = sum(n for k, n in sb["docs"]["dropped"].items() if k.startswith("dedup:prior_"))
     assert [x["output"] for x in against] == [str(a)] and against[0]["duplicates"] == prior > 0
     assert len(TokenWindows(a, 16, rehydrate=True, rehydrate_with=(str(b),))) > len(TokenWindows(a, 16))
+    checks = {c.name: c for c in verify_output(Storage(), str(b))}
+    assert checks["cluster sizes"].ok, checks["cluster sizes"].detail
 
 
 def test_audit_rows_name_the_earlier_output_and_document(built):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import time
@@ -14,7 +15,7 @@ from ray.exceptions import RayActorError
 from raycorpus.config import Config
 from raycorpus.ingest.split import WarcPart
 from raycorpus.ingest.storage import Storage, StorageError, join_url
-from raycorpus.output.clusters import write_cluster_sizes
+from raycorpus.output.clusters import ClusterError, write_cluster_sizes
 from raycorpus.output.commit import CorpusWriter, Position
 from raycorpus.output.docfiles import DOCUMENTS_DIR, doc_row, write_jsonl_zst, write_parquet
 from raycorpus.output.lock import OutputLock
@@ -42,6 +43,8 @@ from raycorpus.runtime import faults
 from raycorpus.runtime.closer import ShardCloser
 from raycorpus.runtime.cluster import freeze_heap
 from raycorpus.runtime.metrics import Metrics
+
+log = logging.getLogger("raycorpus")
 
 
 def peak_rss_mb() -> float:
@@ -296,7 +299,10 @@ class PackerActor(Measured):
     def _cluster_sizes(self, shards: int, next_ordinal: int) -> None:
         """The cluster-size sidecar (end of the build), from the records it has just flushed."""
         self.rows.flush()
-        write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal, self.against)
+        try:
+            write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal, self.against)
+        except ClusterError as e:  # an output begun by a raycorpus that kept no links
+            log.warning("cluster sizes not written: %s", e)
 
     def _shard_files(self, upto: int, docnos: int, durable: list[ShardFiles] | None) -> list[ShardFiles] | None:
         """The LSH shards' files as of ``upto`` (their flush calls, made by the committer right after the

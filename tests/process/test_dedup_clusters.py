@@ -89,3 +89,14 @@ def test_a_restarted_packer_keeps_the_links_its_checkpoint_named(tmp_path):
     assert sorted(again.links) == [1] and sorted(again.rows) == [0]
     again.flush()
     assert sorted(decode_links(st.read_bytes(f"{url}/{block_name(0)}"))) == [1]
+
+
+def test_a_block_written_before_links_is_rewritten_without_them(tmp_path):
+    st, url = Storage(), str(tmp_path)
+    st.write_atomic(f"{url}/{block_name(0)}", encode_block({0: RecordRows(np.array([True]), None)}, None))
+    blocks = RowBlocks(st, url, 1)  # (a build resumed by this raycorpus)
+    blocks.add(1, RecordRows(np.array([True, False]), None),
+               DupLinks(np.array([1], np.uint32), np.array([gid(0, 0)], np.uint64)))
+    blocks.flush()
+    data = st.read_bytes(f"{url}/{block_name(0)}")
+    assert sorted(decode_block(data)) == [0, 1] and decode_links(data) is None  # no sizes for this output

@@ -8,9 +8,10 @@
   written by the packer (:class:`RowBlocks`): once the block's last WARC is committed, and at every checkpoint that
   ends inside it (so the rows a checkpoint names are durable). One write per block, not per WARC: on S3 a PUT
   costs the packer 2-3 ms of CPU and more of wall time. The final bytes hold the block's committed WARCs in ordinal
-  order, whatever the rounds, checkpoints or restarts. Since 0.1 the block also holds the WARCs' duplicate links
+  order, whatever the rounds, checkpoints or restarts. A block also holds its WARCs' duplicate links
   (:class:`~raycorpus.process.dedup.clusters.DupLinks`: each dropped duplicate and the document it names), from
-  which the build's cluster sizes come (:func:`read_links`).
+  which the build's cluster sizes come (:mod:`raycorpus.output.clusters`); a block written before the links has
+  none and stays so when a resumed build rewrites it (that output gets no cluster sizes).
 
 Together they give the WARC's :class:`IndexRecord`, which rebuilds a lost LSH shard (its files plus the records
 of the WARCs committed after them). Outputs written before the blocks keep one rows file per WARC,
@@ -87,9 +88,8 @@ def join_record(ordinal: int, rows: RecordRows, keys: bytes) -> IndexRecord:
 
 def encode_block(rows: dict[int, RecordRows], links: dict[int, DupLinks] | None = None) -> bytes:
     """The rows of a block's committed WARCs (each as :func:`encode_rows` packs it), in ordinal order, and the
-    links of those that dropped duplicates."""
-    links = links or {}
-    linked = sorted(o for o in links if len(links[o]))
+    links of those that dropped duplicates (None: a block as written before links)."""
+    linked = sorted(o for o in links or {} if len(links[o]))
     ordinals = sorted(rows)
     index = [np.packbits(np.asarray(rows[o].index, bool)) for o in ordinals]
     near = [np.packbits(np.asarray(rows[o].near, bool)) for o in ordinals if rows[o].near is not None]
@@ -97,11 +97,12 @@ def encode_block(rows: dict[int, RecordRows], links: dict[int, DupLinks] | None 
               "n": np.array([rows[o].index.size for o in ordinals], np.uint64),
               "n_near": np.array([-1 if rows[o].near is None else rows[o].near.size for o in ordinals], np.int64),
               "index": np.concatenate(index or [np.zeros(0, np.uint8)]),
-              "near": np.concatenate(near or [np.zeros(0, np.uint8)]),
-              "links_ordinals": np.array(linked, np.uint64),
-              "links_n": np.array([len(links[o]) for o in linked], np.uint64),
-              "links_rows": np.concatenate([links[o].rows for o in linked] or [np.zeros(0, np.uint32)]),
-              "links_dup_of": np.concatenate([links[o].dup_of for o in linked] or [np.zeros(0, np.uint64)])}
+              "near": np.concatenate(near or [np.zeros(0, np.uint8)])}
+    if links is not None:
+        arrays |= {"links_ordinals": np.array(linked, np.uint64),
+                   "links_n": np.array([len(links[o]) for o in linked], np.uint64),
+                   "links_rows": np.concatenate([links[o].rows for o in linked] or [np.zeros(0, np.uint32)]),
+                   "links_dup_of": np.concatenate([links[o].dup_of for o in linked] or [np.zeros(0, np.uint64)])}
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
@@ -147,9 +148,11 @@ class RowBlocks:
         self.block = next_ordinal // BLOCK_WARCS
         try:
             data = storage.read_bytes(self._url(self.block))
-            written, links = decode_block(data), decode_links(data) or {}
+            written, links = decode_block(data), decode_links(data)
         except NotFound:
             written, links = {}, {}
+        self.legacy = links is None  # (written before links: rewritten without them)
+        links = links or {}
         self.rows: dict[int, RecordRows] = {o: r for o, r in written.items() if o < next_ordinal}
         self.links: dict[int, DupLinks] = {o: k for o, k in links.items() if o < next_ordinal}
         self.unwritten = len(self.rows) != len(written) or len(self.links) != len(links)  # (rewritten without them)
@@ -167,12 +170,13 @@ class RowBlocks:
         """Every WARC below ``next_ordinal`` is committed: the blocks before its own are complete."""
         if next_ordinal // BLOCK_WARCS > self.block:
             self.flush()
-            self.block, self.rows, self.links = next_ordinal // BLOCK_WARCS, {}, {}
+            self.block, self.rows, self.links, self.legacy = next_ordinal // BLOCK_WARCS, {}, {}, False
 
     def flush(self) -> None:
         if self.unwritten:
             if self.rows or self.links:
-                self.storage.write_atomic(self._url(self.block), encode_block(self.rows, self.links))
+                self.storage.write_atomic(self._url(self.block),
+                                          encode_block(self.rows, None if self.legacy else self.links))
             else:  # only rows past the checkpoint were there: an undisturbed build has no such file
                 self.storage.delete(self._url(self.block))
             self.unwritten = False

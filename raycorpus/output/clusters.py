@@ -14,7 +14,6 @@ import hashlib
 import io
 import itertools
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from raycorpus.output.ledger import Ledger
 from raycorpus.output.shards import SHARDS_DIR, canonical_json, shard_name
 from raycorpus.process.dedup.clusters import FINEWEB2_WEIGHTS, Clusters, Links
 from raycorpus.process.dedup.index import DEDUP_DIR, make_gids
-from raycorpus.process.dedup.prior import PRIOR_SHIFT
+from raycorpus.process.dedup.prior import PRIOR_SHIFT, ledger_fingerprint
 from raycorpus.process.dedup.records import BLOCK_WARCS, RecordReader, block_name, decode_links
 
 CLUSTERS_DIR = "clusters"
@@ -88,7 +87,7 @@ class ClusterSummary:
     prior_duplicates: int  # dropped as duplicates of an earlier output's (dedup.against)
     histogram: dict[str, int]  # documents by cluster size, FineWeb-2's limits
     files: dict[str, str]  # sha256 of each shard's sizes file
-    against: list[dict]  # per earlier output with duplicates here: {output, file, duplicates}
+    against: list[dict]  # per earlier output with duplicates here: {against (its position), file, duplicates}
 
     def to_json(self) -> dict:
         return {"documents": self.documents, "duplicates": self.duplicates,
@@ -101,12 +100,12 @@ def against_name(k: int) -> str:
     return f"against-{k:02d}.npz"
 
 
-def _write_against(storage: Storage, folder: str, clusters: Clusters, against: tuple[str, ...]) -> list[dict]:
+def _write_against(storage: Storage, folder: str, clusters: Clusters, against: int) -> list[dict]:
     """Per earlier output (``dedup.against``) whose documents this build's duplicates reach: their ids there and
     how many reach each (``clusters/against-KK.npz``), so that the earlier output's sizes can count them."""
     out = []
     number = clusters.prior_roots >> np.uint64(PRIOR_SHIFT)
-    for k, output in enumerate(against):
+    for k in range(against):
         mine = number == k + 1
         if not mine.any():
             continue
@@ -114,8 +113,8 @@ def _write_against(storage: Storage, folder: str, clusters: Clusters, against: t
         np.savez(buf, gids=clusters.prior_roots[mine] & np.uint64((1 << PRIOR_SHIFT) - 1),
                  dups=clusters.prior_dups[mine])
         storage.write_atomic(join_url(folder, against_name(k)), buf.getvalue())
-        out.append({"output": output, "file": against_name(k), "duplicates": int(clusters.prior_dups[mine].sum())})
-    return out
+        out.append({"against": k, "file": against_name(k), "duplicates": int(clusters.prior_dups[mine].sum())})
+    return out  # (by position in dedup.against, which run.json lists with each output's identity)
 
 
 def histogram(sizes: np.ndarray) -> dict[str, int]:
@@ -149,7 +148,7 @@ def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordina
         every.append(sizes)
     sizes = np.concatenate(every or [np.zeros(0, np.uint32)])
     summary = ClusterSummary(int(sizes.size), int(sizes.astype(np.int64).sum() - sizes.size), clusters.prior,
-                             histogram(sizes), files, _write_against(storage, folder, clusters, against))
+                             histogram(sizes), files, _write_against(storage, folder, clusters, len(against)))
     storage.write_atomic(join_url(folder, SUMMARY_FILE), canonical_json(summary.to_json()))
     return summary
 
@@ -169,13 +168,17 @@ def sizes_with_later(storage: Storage, out_url: str, later: tuple[str, ...]) -> 
     state = Ledger(storage, out_url).load()
     own = [np.frombuffer(storage.read_bytes(join_url(join_url(out_url, CLUSTERS_DIR), sizes_name(i))), "<u4")
            for i in range(state.packer.shards_closed)]
-    named = []
+    mine, named = ledger_fingerprint(storage, out_url), []
     for url in later:
-        summary = read_cluster_summary(storage, url)
+        summary, run = read_cluster_summary(storage, url), Ledger(storage, url).read_run() or {}
         if summary is None:
             raise ClusterError(f"{url}: no {CLUSTERS_DIR}/{SUMMARY_FILE} (not a finished filter-mode build with dedup)")
+        earlier = [e["ledger_fingerprint"] for e in run.get("dedup_against", [])]
+        if mine not in earlier:
+            raise ClusterError(f"{url} was not built against {out_url} as it is now (dedup.against, with each "
+                               "output's ledger fingerprint, in its run.json)")
         for entry in summary.get("against", []):
-            if _same_output(entry["output"], out_url):
+            if earlier[entry["against"]] == mine:
                 data = storage.read_bytes(join_url(join_url(url, CLUSTERS_DIR), entry["file"]))
                 with np.load(io.BytesIO(data)) as z:
                     named.append(np.repeat(z["gids"], z["dups"]))
@@ -183,9 +186,3 @@ def sizes_with_later(storage: Storage, out_url: str, later: tuple[str, ...]) -> 
         return own
     added = Clusters.of(read_links(storage, out_url, state.next_ordinal), np.concatenate(named))
     return [o + (a - 1) for o, a in zip(own, _shard_sizes(storage, out_url, len(own), added), strict=True)]
-
-
-def _same_output(a: str, b: str) -> bool:
-    if "://" in a or "://" in b:
-        return a.rstrip("/") == b.rstrip("/")
-    return os.path.realpath(a) == os.path.realpath(b)

@@ -197,7 +197,8 @@ def test_s3_input_and_output_give_the_same_bytes(reference, crawl, s3_server):
     s = run(cfg)
     assert s["docs"] == ref_summary["docs"] and s["warcs"]["committed"] == 8
     st = Storage(cfg.storage)
-    got = {u.rsplit("/", 1)[1]: st.read_bytes(u) for u in st.list("s3://corpus/run1/shards")}
+    got = {"/".join(u.rsplit("/", 2)[1:]): st.read_bytes(u) for folder in ("shards", "clusters")
+           for u in st.list(f"s3://corpus/run1/{folder}")}
     assert {k: hashlib.sha256(v).hexdigest() for k, v in got.items()} == shard_digests(ref_out)
     assert Ledger(st, "s3://corpus/run1").load().complete
     assert not st.list("s3://corpus/run1/open") and not st.list("s3://corpus/run1/tokens")  # staged: all deleted

@@ -119,7 +119,7 @@ def _sizes(out: Path) -> np.ndarray:
 
 
 def test_cluster_sizes_of_a_counted_with_b_are_the_one_run_builds(built):
-    from raycorpus.output.clusters import sizes_with_later
+    from raycorpus.output.clusters import ClusterError, sizes_with_later
     from raycorpus.training.loader import TokenWindows
 
     (a, _), (ab, _), (b, sb) = built["A"], built["AB"], built["B"]
@@ -130,8 +130,10 @@ def test_cluster_sizes_of_a_counted_with_b_are_the_one_run_builds(built):
     assert (with_b > _sizes(a)).any() and (with_b >= _sizes(a)).all()
     against = json.loads((b / "clusters" / "clusters.json").read_text())["against"]
     prior = sum(n for k, n in sb["docs"]["dropped"].items() if k.startswith("dedup:prior_"))
-    assert [x["output"] for x in against] == [str(a)] and against[0]["duplicates"] == prior > 0
+    assert [x["against"] for x in against] == [0] and against[0]["duplicates"] == prior > 0
     assert len(TokenWindows(a, 16, rehydrate=True, rehydrate_with=(str(b),))) > len(TokenWindows(a, 16))
+    with pytest.raises(ClusterError, match="was not built against"):  # A came first: it counts nothing of B's
+        sizes_with_later(Storage(), str(b), (str(a),))
     checks = {c.name: c for c in verify_output(Storage(), str(b))}
     assert checks["cluster sizes"].ok, checks["cluster sizes"].detail
 

@@ -70,15 +70,17 @@ class Links:
         """Each of ``gids`` followed through the links to a document that was not dropped (a near duplicate may
         name an indexed near duplicate)."""
         roots = np.asarray(gids, np.uint64).copy()
-        if not self.children.size:
-            return roots
-        for _ in range(64):
-            at = np.minimum(np.searchsorted(self.children, roots), self.children.size - 1)
-            inner = self.children[at] == roots
+        todo = np.arange(roots.size)  # (the ones that may still name a dropped document)
+        for _ in range(65 if self.children.size else 0):
+            at = np.minimum(np.searchsorted(self.children, roots[todo]), self.children.size - 1)
+            inner = self.children[at] == roots[todo]
             if not inner.any():
                 return roots
-            roots[inner] = self.parents[at[inner]]
-        raise ValueError("duplicate links form a chain longer than 64: the dedup records are inconsistent")
+            todo = todo[inner]
+            roots[todo] = self.parents[at[inner]]
+        if todo.size and self.children.size:
+            raise ValueError("duplicate links form a chain longer than 64: the dedup records are inconsistent")
+        return roots
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,8 @@ def test_build_with_input_and_output_behind_a_faulty_s3_gives_the_same_bytes(ref
     warc_faults = sum(n for path, n in proxy.fault_paths.items() if path.startswith("/faults-crawl/sample/"))
     assert warc_faults > 0 and s["storage"]["retries"] >= warc_faults, (warc_faults, s["storage"])
     st = Storage(StorageConfig(s3_endpoint_url=s3_server.endpoint_url))  # read back past the proxy
-    got = {u.rsplit("/", 1)[1]: st.read_bytes(u) for u in st.list("s3://faults-corpus/run1/shards")}
+    got = {"/".join(u.rsplit("/", 2)[1:]): st.read_bytes(u) for folder in ("shards", "clusters")
+           for u in st.list(f"s3://faults-corpus/run1/{folder}")}
     assert {k: hashlib.sha256(v).hexdigest() for k, v in got.items()} == shard_digests(ref_out)
     assert Ledger(st, "s3://faults-corpus/run1").load().complete
     assert not st.list("s3://faults-corpus/run1/open")

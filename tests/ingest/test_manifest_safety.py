@@ -97,6 +97,7 @@ OUTPUT_PATH = re.compile(  # the output layout: every name is a role or an ordin
     r"|^dedup/shard-\d{4}/L\d+-\d{9}-\d{9}\.npz$|^dedup/rows-\d{9}\.npz$"
     r"|^(shards|open|megatron|datatrove|packed)/shard-\d{6}[\w.-]*$"
     r"|^report/state-\d{9}\.json\.zst$"
+    r"|^clusters/(shard-\d{6}\.sizes|clusters\.json|against-\d{2}\.npz)$"
 )
 
 

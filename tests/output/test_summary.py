@@ -102,4 +102,5 @@ def test_a_real_build_summary_round_trips(reference):
     again = RunSummary.from_json(s.to_json_bytes())
     assert again == s and again.to_json_bytes() == s.to_json_bytes()
     demo = json.loads(DEMO.read_bytes())
-    assert set(s.to_dict()) == set(demo) and set(s.to_dict()["this_run"]) == set(demo["this_run"])
+    assert set(s.to_dict()) == set(demo) | {"clusters"}  # (the demo's summary file predates the cluster sizes)
+    assert set(s.to_dict()["this_run"]) == set(demo["this_run"])

@@ -7,6 +7,7 @@ import json
 
 from raycorpus.cli.common import EXIT_OK, EXIT_USAGE, err
 from raycorpus.ingest.storage import NotFound, Storage
+from raycorpus.output.clusters import ordered
 from raycorpus.output.summary import ClusterCounts, DedupStats, RunSummary, ThisRun
 from raycorpus.runtime.progress import per_second
 
@@ -52,7 +53,7 @@ def format_summary(s: RunSummary) -> str:
 
 
 def _clusters_line(c: ClusterCounts) -> str:
-    sizes = ", ".join(f"{k}: {n:,}" for k, n in c.histogram.items() if n)
+    sizes = ", ".join(f"{k}: {n:,}" for k, n in ordered(c.histogram) if n)
     return (f"clusters      {c.documents:,} documents by duplicate-cluster size ({sizes}); {c.duplicates:,} "
             "duplicates in them" + (f", {c.prior_duplicates:,} of earlier outputs'" if c.prior_duplicates else ""))
 

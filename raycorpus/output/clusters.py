@@ -127,6 +127,11 @@ def histogram(sizes: np.ndarray) -> dict[str, int]:
     return {name: int(c) for name, c in zip(names, counts, strict=True)}
 
 
+def ordered(histogram: dict[str, int]) -> list[tuple[str, int]]:
+    """A histogram's bins by size (``summary.json`` keeps them sorted as text: ``1``, ``100-999``, ``1000+``, ``2``)."""
+    return sorted(histogram.items(), key=lambda kv: int(kv[0].split("-")[0].rstrip("+")))
+
+
 def read_cluster_summary(storage: Storage, out_url: str) -> dict | None:
     """``clusters/clusters.json`` of the output (None: it has none)."""
     try:

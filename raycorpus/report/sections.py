@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from raycorpus.config import Config
+from raycorpus.output.clusters import ordered
 from raycorpus.output.report_state import DEDUP, KEPT, ReportState
 from raycorpus.process.dedup.clusters import upsampling
 from raycorpus.process.dedup.index import split_gid
@@ -320,13 +321,14 @@ def dedup(view: OutputView) -> dict | None:
 def _cluster_sizes(histogram: dict[str, int]) -> dict:
     """Documents by duplicate-cluster size (``clusters/``), in FineWeb-2's bins, with the times rehydration gives
     each (``rehydrate``)."""
-    times = upsampling(np.array([int(k.split("-")[0].rstrip("+")) for k in histogram]))
-    labels = [f"{k}: given {t}x" for k, t in zip(histogram, times, strict=True)]
-    return figure([{"type": "bar", "x": labels, "y": list(histogram.values()), "marker": {"color": GREEN},
-                    "text": [f"{n:,}" for n in histogram.values()], "textposition": "auto"}],
-                  title={"text": "Kept documents by duplicate-cluster size (and how often FineWeb-2's "
-                         "rehydration gives them)"},
-                  xaxis={"title": {"text": "cluster size: the document and its dropped duplicates"}},
+    bins = ordered(histogram)
+    times = upsampling(np.array([int(k.split("-")[0].rstrip("+")) for k, _ in bins]))
+    labels = [f"{k}: given {t}x" for (k, _), t in zip(bins, times, strict=True)]
+    return figure([{"type": "bar", "x": labels, "y": [n for _, n in bins], "marker": {"color": GREEN},
+                    "text": [f"{n:,}" for _, n in bins], "textposition": "auto"}],
+                  title={"text": "Kept documents by duplicate-cluster size"},
+                  xaxis={"title": {"text": "cluster size (the document and its dropped duplicates): how often "
+                                           "FineWeb-2's rehydration gives it"}, "type": "category"},
                   yaxis={"title": {"text": "documents"}}, height=280)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from raycorpus.ingest.storage import Storage
-from raycorpus.output.clusters import ClusterError, histogram, read_links
+from raycorpus.output.clusters import ClusterError, histogram, ordered, read_links
 from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.index import DEDUP_DIR, RecordRows, make_gids
 from raycorpus.process.dedup.records import block_name, encode_block
@@ -30,3 +30,5 @@ def test_links_come_from_every_block_and_an_older_block_refuses(tmp_path):
 def test_histogram_bins_are_fineweb2s():
     assert histogram(np.array([1, 1, 2, 3, 4, 5, 99, 100, 999, 1000, 7000])) == {
         "1": 2, "2": 1, "3-4": 2, "5-99": 2, "100-999": 2, "1000+": 2}
+    as_text = dict(sorted(histogram(np.array([1, 2, 150])).items()))  # (summary.json sorts keys as text)
+    assert [k for k, _ in ordered(as_text)] == ["1", "2", "3-4", "5-99", "100-999", "1000+"]

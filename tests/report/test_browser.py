@@ -101,8 +101,9 @@ def test_every_chart_renders_the_runs_numbers(page, demo):
     kinds = page.js("document.getElementById('chart-dedup-kinds').data[0]")
     assert dict(zip(kinds["x"], kinds["y"], strict=True)) == {
         k.removeprefix("dedup:"): v for k, v in s["docs"]["dropped"].items() if k.startswith("dedup:")}
-    sizes = page.js("document.getElementById('chart-dedup-cluster-sizes').data[0].y")
-    assert sum(sizes) == s["docs"]["kept"] == s["clusters"]["documents"]  # one cluster per kept document
+    sizes = page.js("document.getElementById('chart-dedup-cluster-sizes').data[0]")
+    assert sum(sizes["y"]) == s["docs"]["kept"] == s["clusters"]["documents"]  # one cluster per kept document
+    assert [x.split(":")[0] for x in sizes["x"]] == ["1", "2", "3-4", "5-99", "100-999", "1000+"]  # by size
     assert s["clusters"]["duplicates"] == sum(v for k, v in s["docs"]["dropped"].items() if k.startswith("dedup:"))
     stages = page.js("document.getElementById('chart-cost').data[0].y")
     assert sorted(stages) == sorted(s["stage_seconds"])

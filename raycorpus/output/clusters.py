@@ -127,9 +127,14 @@ def histogram(sizes: np.ndarray) -> dict[str, int]:
     return {name: int(c) for name, c in zip(names, counts, strict=True)}
 
 
+def bin_floor(name: str) -> int:
+    """The smallest cluster size of a :func:`histogram` bin (``3-4``: 3, ``1000+``: 1000)."""
+    return int(name.split("-")[0].rstrip("+"))
+
+
 def ordered(histogram: dict[str, int]) -> list[tuple[str, int]]:
     """A histogram's bins by size (``summary.json`` keeps them sorted as text: ``1``, ``100-999``, ``1000+``, ``2``)."""
-    return sorted(histogram.items(), key=lambda kv: int(kv[0].split("-")[0].rstrip("+")))
+    return sorted(histogram.items(), key=lambda kv: bin_floor(kv[0]))
 
 
 def read_cluster_summary(storage: Storage, out_url: str) -> dict | None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from raycorpus.config import Config
-from raycorpus.output.clusters import ordered
+from raycorpus.output.clusters import bin_floor, ordered
 from raycorpus.output.report_state import DEDUP, KEPT, ReportState
 from raycorpus.process.dedup.clusters import upsampling
 from raycorpus.process.dedup.index import split_gid
@@ -322,7 +322,7 @@ def _cluster_sizes(histogram: dict[str, int]) -> dict:
     """Documents by duplicate-cluster size (``clusters/``), in FineWeb-2's bins, with the times rehydration gives
     each (``rehydrate``)."""
     bins = ordered(histogram)
-    times = upsampling(np.array([int(k.split("-")[0].rstrip("+")) for k, _ in bins]))
+    times = upsampling(np.array([bin_floor(k) for k, _ in bins]))
     labels = [f"{k}: given {t}x" for (k, _), t in zip(bins, times, strict=True)]
     return figure([{"type": "bar", "x": labels, "y": [n for _, n in bins], "marker": {"color": GREEN},
                     "text": [f"{n:,}" for _, n in bins], "textposition": "auto"}],

@@ -297,8 +297,7 @@ class PackerActor(Measured):
         freeze_heap()  # (this process lives for the build)
 
     def _cluster_sizes(self, shards: int, next_ordinal: int) -> None:
-        """The cluster-size sidecar (end of the build), from the records it has just flushed."""
-        self.rows.flush()
+        """The cluster-size sidecar (end of the build), from the records :meth:`finish` has just flushed."""
         try:
             write_cluster_sizes(self.storage, self.writer.ledger.out_url, shards, next_ordinal, self.against)
         except ClusterError as e:  # an output begun by a raycorpus that kept no links

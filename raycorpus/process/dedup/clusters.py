@@ -42,10 +42,6 @@ class DupLinks:
         rows = np.flatnonzero(kind != KEEP)
         return cls(rows.astype(np.uint32), np.asarray(dup_of[rows], np.uint64))
 
-    @classmethod
-    def none(cls) -> DupLinks:
-        return cls(np.zeros(0, np.uint32), np.zeros(0, np.uint64))
-
     def __len__(self) -> int:
         return int(self.rows.size)
 

@@ -155,6 +155,11 @@ class WordHasher:
 
     def word_hashes_of(self, cp: np.ndarray) -> np.ndarray:
         """:meth:`word_hashes` of the text whose :func:`folded` code points are ``cp``."""
+        return self.words_of(cp)[0]
+
+    def words_of(self, cp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the hash of each word, the position in ``cp`` where it starts, where it ends) of the text whose
+        :func:`folded` code points are ``cp``."""
         n_cp = cp.size
         cls = _char_classes()[cp]
         boundary = np.ones(n_cp + 1, bool)  # boundary[i]: a word cannot continue from cp[i-1] to cp[i]
@@ -162,13 +167,13 @@ class WordHasher:
         is_word = cls != 0
         starts = np.flatnonzero(is_word & boundary[:n_cp])
         if not starts.size:
-            return np.empty(0, np.uint64)
+            return np.empty(0, np.uint64), starts, starts
         ends = np.flatnonzero(is_word & boundary[1:]) + 1
         self._reserve(n_cp)
         prefix = self._prefix[: n_cp + 1]
         np.multiply(cp, self._pow[:n_cp], out=prefix[1:])
         np.cumsum(prefix[1:], out=prefix[1:])
-        return fmix64((prefix[ends] - prefix[starts]) * self._inv_pow[starts])
+        return fmix64((prefix[ends] - prefix[starts]) * self._inv_pow[starts]), starts, ends
 
 
 class NGramHasher:
@@ -191,6 +196,16 @@ class NGramHasher:
         n = max(n, 2 * self._pow.size)
         self._pow = _power_table(_NGRAM_BASE, n)
         self._inv = _power_table(_NGRAM_INV_BASE, n)
+
+    def spans(self, word_hash: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The hash of words ``starts[i]:ends[i]`` for each ``i`` (an n-gram's hash, :meth:`grams`, for ``n`` words
+        from ``i``; any value for an empty span)."""
+        m = word_hash.size
+        self._powers(m + 1)
+        prefix = np.zeros(m + 1, np.uint64)
+        np.cumsum(word_hash * self._pow[:m], out=prefix[1:])
+        n = (ends - starts).astype(np.uint64)
+        return fmix64((prefix[ends] - prefix[starts]) * self._inv[starts] + n * np.uint64(_NGRAM_LEN_TAG))
 
     def grams(self, word_hash: np.ndarray, lengths: list[int]) -> np.ndarray:
         """Hashes of all ``n``-grams for each ``n`` in ``lengths``, concatenated."""

@@ -6,6 +6,7 @@ HF encodes everything else."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 from collections.abc import Iterable
@@ -91,7 +92,22 @@ class TokenEncoder:
         """Return (tokens, lengths): every document's ids followed by EOS, concatenated."""
         if not texts:
             return np.zeros(0, self.dtype), np.zeros(0, np.uint64)
-        ids = self._encode_distinct(texts)
+        return self._joined(self._encode_distinct(texts))
+
+    def encode_pieces(self, docs: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return (tokens, lengths, piece_tokens) of documents given as pieces (their paragraphs): a document's ids
+        are its pieces' ids in order, then EOS; ``piece_tokens`` (uint32) counts each piece's ids."""
+        flat = [p for pieces in docs for p in pieces]
+        ids = self._encode_distinct(flat) if flat else []
+        piece_tokens = np.fromiter(map(len, ids), np.uint32, len(ids))
+        if not docs:
+            return np.zeros(0, self.dtype), np.zeros(0, np.uint64), piece_tokens
+        ends = list(itertools.accumulate(map(len, docs)))
+        joined = [list(itertools.chain.from_iterable(ids[a:b])) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        return (*self._joined(joined), piece_tokens)
+
+    def _joined(self, ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens, lengths) of documents given as their ids: each followed by EOS, concatenated."""
         lengths = np.fromiter((len(i) + 1 for i in ids), dtype=np.uint64, count=len(ids))
         tokens = np.empty(int(lengths.sum()), dtype=self.dtype)
         pos = 0

@@ -57,7 +57,7 @@ def test_paragraphs_concatenate_to_the_text_and_are_cut_where_the_separator_rege
     for text in [*pages, *odd_texts(500), "", "\n\nstarts blank", "ends blank\n\n", "a\n\nb"]:
         assert "".join(split_paragraphs(text)) == text
         assert cuts(text) == [m.start() for m in SEPARATOR.finditer(text) if m.start() > 0]
-    assert split_paragraphs("one.  \n\n two\nstill two\n\n\nthree") == ["one.", "  \n\n two\nstill two", "\n\n\nthree"]
+    assert split_paragraphs("one.  \n\n two\nnext\n\n\nthree") == ["one.", "  \n\n two", "\nnext", "\n\n\nthree"]
 
 
 def test_keys_name_a_paragraphs_normalised_words_and_skip_short_ones(pages):

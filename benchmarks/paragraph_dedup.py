@@ -7,12 +7,13 @@ Usage (from the project's root, its venv active; ``../shared`` beside it)::
 
 1. **trafilatura-eval** (851 labelled pages, file-name order, one page per WARC, the shipped extraction; no
    quality filters): document-level dedup (URL, exact, near, the defaults) first, then paragraph dedup on the kept
-   documents. Per setting (``min_chars`` x ``threshold``): the "without" snippets (boilerplate) that extraction
-   left in and paragraph dedup removes, against the "with" snippets (article text) extraction kept and paragraph
-   dedup loses. The setting is chosen on half A (the fixed halves of ``raycorpus eval``) and reported on half B.
+   documents. Per setting (``min_chars`` x ``threshold``), on each of the fixed halves of ``raycorpus eval`` (A to
+   tune on, B to report): the "without" snippets (boilerplate) that extraction left in and paragraph dedup removes,
+   against the "with" snippets (article text) extraction kept and paragraph dedup loses.
 2. **WARCs** (the bench WARC, the Common Crawl excerpts and the single-site crawls in ``../shared/data/warc``),
    through the default chain in filter mode, document-level dedup within each file, then paragraph dedup at the
-   chosen setting: paragraphs, removed, documents dropped, and the paragraphs removed most often (to read).
+   default setting (``dedup.paragraphs``): paragraphs, removed, documents dropped, and the paragraphs removed most
+   often (to read).
 3. **Cost on a worker**: on the bench WARC's documents, tokenizing each whole document (today) against cutting it
    into paragraphs, keying them and tokenizing piece by piece, alternating A / B, the median of ``--runs``.
 4. **The head's array work per WARC** (the bench WARC as one WARC, against an index of ``--known`` keys): looking
@@ -43,7 +44,7 @@ from raycorpus.process.dedup.paragraphs import (
     removed_share,
     seen_before,
 )
-from raycorpus.process.dedup.settings import DedupConfig
+from raycorpus.process.dedup.settings import DedupConfig, ParagraphDedupConfig
 from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.pipeline import WarcProcessor, content_hash
@@ -120,11 +121,7 @@ def labelled(min_chars: tuple[int, ...], thresholds: tuple[float, ...]) -> dict:
                                           "without removed": int(before[h][1] - score[h][1]),
                                           "with kept before": int(before[h][0]),
                                           "without left before": int(before[h][1])} for h in "AB"}})
-    best = max(rows, key=lambda r: (r["half A"]["without removed"] - r["half A"]["with lost"], r["min_chars"],
-                                    r["threshold"]))
-    return {"pages": len(pages), "kept by document dedup": sum(kept), "rows": rows,
-            "chosen on half A": {"min_chars": best["min_chars"], "threshold": best["threshold"]},
-            "half B at the chosen setting": best["half B"]}
+    return {"pages": len(pages), "kept by document dedup": sum(kept), "rows": rows}
 
 
 def warc_documents(path: Path) -> tuple[list[str], list[str]]:
@@ -198,15 +195,20 @@ def main() -> int:
     ap.add_argument("--save")
     args = ap.parse_args()
     report: dict = {"labelled": labelled(MIN_CHARS, THRESHOLDS)}
-    chosen = report["labelled"]["chosen on half A"]
-    print(json.dumps(report["labelled"], indent=1))
+    for row in report["labelled"]["rows"]:
+        print(f"min_chars {row['min_chars']:>4} threshold {row['threshold']:.2f}: {row['removed']:,} of "
+              f"{row['paragraphs']:,} paragraphs removed ({row['removed_chars'] / row['chars']:.2%} of the text), "
+              f"{row['dropped']} documents dropped; " + "; ".join(
+                  f"half {h}: boilerplate removed {row[f'half {h}']['without removed']} of "
+                  f"{row[f'half {h}']['without left before']}, article lost {row[f'half {h}']['with lost']} of "
+                  f"{row[f'half {h}']['with kept before']}" for h in "AB"))
+    chosen = ParagraphDedupConfig()
     paths = {"bench WARC": Path(args.bench_warc), **{k: SHARED / v for k, v in WARCS.items()}}
-    report["warcs"] = warc_figures({k: p for k, p in paths.items() if p.exists()}, chosen["min_chars"],
-                                   chosen["threshold"])
+    report["warcs"] = warc_figures({k: p for k, p in paths.items() if p.exists()}, chosen.min_chars, chosen.threshold)
     print(json.dumps(report["warcs"], indent=1, ensure_ascii=False))
     _, texts = warc_documents(Path(args.bench_warc))
-    report["worker"] = worker_cost(texts, args.tokenizer, chosen["min_chars"], args.runs)
-    report["head"] = head_cost(texts, chosen["min_chars"], args.known, args.runs)
+    report["worker"] = worker_cost(texts, args.tokenizer, chosen.min_chars, args.runs)
+    report["head"] = head_cost(texts, chosen.min_chars, args.known, args.runs)
     print(json.dumps({k: report[k] for k in ("worker", "head")}, indent=1))
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")

@@ -232,6 +232,12 @@ class Config(_Model):
     ray: RayConfig = Field(RayConfig(), description="the Ray cluster and the actors' sizes")
     run: RunConfig = Field(RunConfig(), description="failure budget, checkpoints, progress, follow mode")
 
+    @model_validator(mode="after")
+    def _paragraphs_in_filter_mode(self) -> Config:
+        if self.dedup.paragraphs.enabled and self.filters.mode == "tag":
+            raise ValueError("dedup.paragraphs removes text, which tag mode keeps whole: use filters.mode: filter")
+        return self
+
     def fingerprint(self) -> str:
         """Hash of every setting that changes the output (not parallelism or progress)."""
         d = self.model_dump(mode="json")
@@ -268,6 +274,8 @@ class Config(_Model):
             d["dedup"].pop("index_duplicates")
         if not d["dedup"]["against"]:  # a build against no earlier output: the output (and fingerprint) of before
             d["dedup"].pop("against")
+        if not self.dedup.paragraphs.enabled:  # off, as before it existed: the same output and fingerprint
+            d["dedup"].pop("paragraphs")
         if (d["filters"].get("c4") or {}).get("keep_paragraphs"):  # C4's join of before FineWeb's definitions:
             d["filters"]["c4"].pop("keep_paragraphs")  # its fingerprint (the definitions are run.json's filter_rules)
         if self.filters.stage_names == DEFAULT_CHAIN:  # no `chain`, or the default one: the same output,

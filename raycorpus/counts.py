@@ -80,6 +80,7 @@ def charset(source: str) -> Key:
 # the plain counters everyone reads
 RECORDS, RESPONSES, HTML, KEPT = total("records"), total("responses"), total("html"), total("kept")
 BYTES_READ, TOKENS, DEDUP_INDEXED = total("bytes_read"), total("tokens"), total("dedup_indexed")
+DEDUP_PARAGRAPHS, DEDUP_PARAGRAPHS_REMOVED = total("dedup_paragraphs"), total("dedup_paragraphs_removed")
 STORAGE_RETRIES, STORAGE_THROTTLED = total("storage_retries"), total("storage_throttled")
 WORKER_MS, WARCS_FAILED = total("worker_seconds_ms"), total("warcs_failed")
 

@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--workers", type=int)
     d.add_argument("--shard-tokens", type=int, default=20_000)
+    d.add_argument("--paragraphs", action="store_true",
+                   help="with paragraph dedup (dedup.paragraphs, min_chars 16: the sample pages share short lines)")
     d.add_argument("--progress", choices=["auto", "bar", "log", "off"], help=progress_help)
     d.set_defaults(func=_command("demo", "cmd_demo"))
 
@@ -128,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("--replay", help="a `raycorpus bench --commit-path --save` JSON: head cores from its figures")
     pl.add_argument("--nodes", type=int, help="nodes in the cluster: LSH memory per node")
     pl.add_argument("--node-memory", type=float, default=64, help="GiB of memory per node (default 64)")
+    pl.add_argument("--paragraph-keys", type=float, default=0.0, metavar="N",
+                    help="with dedup.paragraphs: distinct paragraph keys each indexed document adds (docs/dedup.md "
+                         "gives the bench WARC's; benchmarks/paragraph_dedup.py measures an input's): 8.5 bytes each "
+                         "in the LSH shards"),
     pl.add_argument("--against", action="append", metavar="OUTPUT",
                     help="a finished output this crawl is deduplicated against (dedup.against; repeat for each): "
                          "its indexed documents count in the LSH memory")

@@ -35,6 +35,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             },
             "ray": {"workers": args.workers} if args.workers else {},
             "run": {"checkpoint_interval_seconds": 0},
+            **({"dedup": {"paragraphs": {"enabled": True, "min_chars": 16}}} if args.paragraphs else {}),
         },
         source="demo",
     )

@@ -39,6 +39,7 @@ TABLE_BYTES_PER_DOC = 270  # 14 band keys + content hash + URL key (a kept docum
 STORE_BYTES_PER_DOC = 200  # id + the 192-byte OPH sketch (768 x 2 bits, or 1536 x 1; 8 with verify off)
 SEGMENT_BYTES_PER_DOC = 396  # a shard's files: 16 keys x (8 + 4) + docno 4 + id 8 + 192 (sketch)
 RECORD_BYTES_PER_DOC = 665  # the per-WARC dedup record before 0.2: id 8 + hash 8 + URL key 8 + 112 x 4 + 192 + near 1
+PARAGRAPH_KEY_BYTES = 8.5  # dedup.paragraphs: a key in a shard's sorted array, and up to 1/16 more while inserts wait
 KEYS_BYTES_PER_DOC = 656  # a WARC's keys file, per document reaching dedup: hash 8 + URL key 8 + (112 + 48) x 4
 # indexed documents: the kept ones and (dedup.index_duplicates, the default) the near duplicates
 S3_GET_LIMIT = 5500  # S3's documented GET/HEAD rate per prefix per second; crawl-data is one prefix per crawl
@@ -132,9 +133,11 @@ class HeadPlan:
 def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: float | None = None,
          efficiency: float | None = None, token_bytes: int = 2, extra_formats: int = 0, verify: bool = True,
          read_requests_per_warc: float = 1.2, replay: dict | None = None, nodes: int | None = None,
-         node_memory: float = 64 * 2**30, prior_docs: int = 0) -> dict:
+         node_memory: float = 64 * 2**30, prior_docs: int = 0, paragraph_keys: float = 0.0) -> dict:
     """``prior_docs``: documents the earlier builds of ``dedup.against`` indexed; the shards load them before
-    this build's first WARC, so they count in the LSH memory and in what each shard reads at start."""
+    this build's first WARC, so they count in the LSH memory and in what each shard reads at start.
+    ``paragraph_keys``: with dedup.paragraphs, the distinct paragraph keys each indexed document adds (8.5 bytes
+    each in the shards)."""
     chain = bench["chain"]
     n_bench = max(1, bench.get("input_warcs", chain["warcs"]) * bench.get("copies", 1))
     f = Funnel.of_bench(bench)
@@ -151,7 +154,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
     wall_s = warcs * cpu_s_per_warc / (workers * eff)
     kept = kept_per_warc * warcs
     indexed = indexed_per_warc * warcs + prior_docs
-    per_doc = TABLE_BYTES_PER_DOC + (STORE_BYTES_PER_DOC if verify else 8)
+    per_doc = TABLE_BYTES_PER_DOC + (STORE_BYTES_PER_DOC if verify else 8) + round(paragraph_keys * PARAGRAPH_KEY_BYTES)
     tokens = tokens_per_warc * warcs
     out = {
         "warcs": warcs,
@@ -171,6 +174,7 @@ def plan(bench: dict, *, warcs: int, workers: int, shards: int = 1, warc_bytes: 
         "docs_kept": round(kept),
         "docs_indexed": round(indexed),
         "docs_indexed_prior": prior_docs,
+        "paragraph_keys_per_doc": paragraph_keys,
         "tokens": round(tokens),
         "output_bytes": round(tokens * token_bytes * (1 + extra_formats)),
         "lsh_shards": shards,
@@ -359,6 +363,7 @@ def format_plan(p: dict) -> str:
         f"on {p['workers']:,} workers",
         f"output        {p['docs_kept']:,} documents, {p['tokens']:,} tokens, {p['output_bytes'] / 1e9:,.1f} GB",
         f"dedup         {p['docs_indexed']:,} documents indexed"
+        + (f", {p['paragraph_keys_per_doc']:g} paragraph keys each" if p.get("paragraph_keys_per_doc") else "")
         + (f" ({p['docs_indexed_prior']:,} of them by earlier builds, dedup.against)" if p["docs_indexed_prior"]
            else "") + ", "
         f"{p['lsh_bytes_per_shard'] / 2**30:,.2f} GiB per LSH shard x {p['lsh_shards']}"
@@ -427,7 +432,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     plans = [plan(bench, warcs=warcs, workers=n, shards=args.shards, warc_bytes=args.warc_bytes,
                   efficiency=args.efficiency, extra_formats=args.extra_formats, replay=replay, nodes=args.nodes,
-                  node_memory=args.node_memory * 2**30, prior_docs=prior_docs) for n in workers]
+                  node_memory=args.node_memory * 2**30, prior_docs=prior_docs,
+                  paragraph_keys=args.paragraph_keys) for n in workers]
     if args.json:
         print(json.dumps(plans[0] if len(plans) == 1 else plans, indent=1))
     else:

@@ -41,6 +41,10 @@ def format_summary(s: RunSummary) -> str:
         lines.append(_dedup_line(s.this_run.dedup))
     if s.clusters:
         lines.append(_clusters_line(s.clusters))
+    if p := s.dedup_paragraphs:
+        lines.append(f"paragraphs    {p.removed:,} of {p.paragraphs:,} removed as seen before "
+                     f"({p.removed / max(1, p.paragraphs):.1%}); "
+                     f"{d.dropped.get('dedup:paragraphs', 0):,} documents dropped for them")
     lines.append(f"tokens        {s.tokens:,} in {s.shards:,} shards")
     if s.storage.retries:
         lines.append(f"storage       {s.storage.retries:,} read requests retried"

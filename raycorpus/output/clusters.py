@@ -88,11 +88,12 @@ class ClusterSummary:
     histogram: dict[str, int]  # documents by cluster size, FineWeb-2's limits
     files: dict[str, str]  # sha256 of each shard's sizes file
     against: list[dict]  # per earlier output with duplicates here: {against (its position), file, duplicates}
+    unplaced: int = 0  # duplicates of a document dedup.paragraphs then dropped (a cluster with no kept document)
 
     def to_json(self) -> dict:
         return {"documents": self.documents, "duplicates": self.duplicates,
                 "prior_duplicates": self.prior_duplicates, "histogram": self.histogram, "files": self.files,
-                "against": self.against,
+                "against": self.against, **({"unplaced_duplicates": self.unplaced} if self.unplaced else {}),
                 "weights": "FineWeb-2 (huggingface/fineweb-2 README): " + json.dumps(FINEWEB2_WEIGHTS)}
 
 
@@ -157,8 +158,10 @@ def write_cluster_sizes(storage: Storage, out_url: str, shards: int, next_ordina
         files[sizes_name(i)] = hashlib.sha256(data).hexdigest()
         every.append(sizes)
     sizes = np.concatenate(every or [np.zeros(0, np.uint32)])
-    summary = ClusterSummary(int(sizes.size), int(sizes.astype(np.int64).sum() - sizes.size), clusters.prior,
-                             histogram(sizes), files, _write_against(storage, folder, clusters, len(against)))
+    placed = int(sizes.astype(np.int64).sum() - sizes.size)
+    summary = ClusterSummary(int(sizes.size), placed, clusters.prior, histogram(sizes), files,
+                             _write_against(storage, folder, clusters, len(against)),
+                             int(clusters.dups.sum()) - placed)
     storage.write_atomic(join_url(folder, SUMMARY_FILE), canonical_json(summary.to_json()))
     return summary
 

@@ -19,6 +19,7 @@ from raycorpus.output.ledger import LEDGER_DIR, Ledger, LedgerError, LedgerState
 from raycorpus.output.report_state import REPORT_DIR, state_name
 from raycorpus.output.shards import OPEN_DIR, SHARDS_DIR, ShardPacker, WarcTokens
 from raycorpus.process.dedup.index import DEDUP_DIR
+from raycorpus.process.dedup.paragraphs import TokenCuts
 from raycorpus.process.dedup.shardlog import remove_unnamed
 from raycorpus.process.results import WarcSummary
 
@@ -76,11 +77,12 @@ class CorpusWriter:
             raise LedgerError(f"commit out of order: got WARC #{ordinal}, expected #{self.state.next_ordinal}")
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens,
-               keep: np.ndarray | None = None, attempts: int = 1) -> Position:
+               keep: np.ndarray | None = None, attempts: int = 1, cuts: TokenCuts | None = None) -> Position:
         """Append one processed WARC's documents (``staged`` by its worker; ``keep``: which of them, None:
-        all). ``warc`` is its manifest line; ``summary.url`` where it was read from."""
+        all; ``cuts``: the token spans they lose). ``warc`` is its manifest line; ``summary.url`` where it was
+        read from."""
         self._expect(ordinal)
-        placed = self.packer.add(ordinal, warc, staged, keep)
+        placed = self.packer.add(ordinal, warc, staged, keep, cuts)
         counts = Counter(summary.counts)
         counts[ck.BYTES_READ] += summary.bytes_read
         counts[ck.STORAGE_RETRIES] += summary.storage.retries  # the worker's storage requests retried for it

@@ -23,7 +23,7 @@ import numpy as np
 import zstandard
 
 from raycorpus.ingest.storage import Storage, join_url
-from raycorpus.process.dedup.index import KEEP, KINDS, Decision, split_gid
+from raycorpus.process.dedup.index import KEEP, KINDS, NO_MATCH, PARAGRAPHS, Decision, split_gid
 from raycorpus.process.profile import (
     COUNT,
     NO_BOUND,
@@ -175,7 +175,8 @@ class ReportState:
                 self.similarity += UNIT.histogram(seen)
         if not dups.any():
             return
-        matched, counts = np.unique(decision.dup_of[dups], return_counts=True)
+        named = dups & (decision.dup_of != NO_MATCH)  # (dedup.paragraphs' drops name no document)
+        matched, counts = np.unique(decision.dup_of[named], return_counts=True)
         self.clusters.add(matched, counts)
         hosts, counts = np.unique(profile.host[dups], return_counts=True)
         keys = profile.host_keys[hosts]
@@ -347,7 +348,8 @@ def _label(sample: SampleDoc, decision: Decision | None) -> None:
         sample.label = KEPT
         return
     sample.label = f"dedup:{KINDS[code]}"
-    sample.dup_of = "/".join(map(str, split_gid(int(decision.dup_of[sample.index]))))
+    if code != PARAGRAPHS:
+        sample.dup_of = "/".join(map(str, split_gid(int(decision.dup_of[sample.index]))))
     j = float(decision.jaccard[sample.index])
     sample.jaccard = None if np.isnan(j) else round(j, 4)
 

@@ -22,12 +22,16 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from raycorpus.ingest.storage import Storage, StorageError, join_url
 from raycorpus.output.formats import TOKEN_FORMATS, write_formats
 from raycorpus.output.streaming_formats import StreamingIndexes
+
+if TYPE_CHECKING:
+    from raycorpus.process.dedup.paragraphs import TokenCuts
 
 SHARDS_DIR = "shards"
 TOKENS_DIR = "tokens"  # the WARCs' staged token files, until the shards holding their documents close
@@ -99,6 +103,16 @@ def load_staged(storage: Storage, out_url: str, file: str) -> tuple[np.ndarray, 
         return z["tokens"], z["lengths"]
 
 
+def _piece_cuts(cuts: tuple[TokenCuts, int], ranges: list[list[int]]) -> list[list[int]]:
+    """The cuts (of a WARC, its file's first document ``cuts[1]``) of the documents a piece's ``ranges`` hold, by
+    their position in the file."""
+    return [c for a, b in ranges for c in _shifted(cuts[0].rows(cuts[1] + a, cuts[1] + b), a)]
+
+
+def _shifted(rows: list[list[int]], by: int) -> list[list[int]]:
+    return [[doc + by, start, stop] for doc, start, stop in rows]
+
+
 def kept_ranges(index: np.ndarray) -> list[list[int]]:
     """Sorted document indices as ``[start, stop)`` runs: ``[0, 1, 2, 5, 6] -> [[0, 3], [5, 7]]``."""
     if not len(index):
@@ -114,7 +128,8 @@ class PackerState:
     """The JSON-able position of the packer, saved in every ledger checkpoint."""
 
     shard_index: int = 0
-    # the open shard: [{"file": staged file, "ranges": [[start, stop), ...] of its documents, or None: all}]
+    # the open shard: [{"file": staged file, "ranges": [[start, stop), ...] of its documents, or None: all,
+    #                   and with dedup.paragraphs "cuts": [[document, start, stop], ...] token spans it loses}]
     pieces: list[dict] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)  # WARCs that contributed to the open shard
     docs: int = 0  # totals over closed and open shards
@@ -153,19 +168,35 @@ class ShardSpec:
 
 
 def assemble(storage: Storage, spec: ShardSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, document end offsets) of a shard, from its pieces."""
+    """(tokens, document end offsets) of a shard, from its pieces (less the token spans their ``cuts`` name)."""
     tok_parts, len_parts = [], []
     for piece in spec.pieces:
         tokens, lengths = load_staged(storage, spec.out_url, piece["file"])
         ranges = piece["ranges"] if piece["ranges"] is not None else [[0, len(lengths)]]
         offsets = np.zeros(len(lengths) + 1, np.uint64)
         np.cumsum(lengths, out=offsets[1:])
+        if piece.get("cuts"):  # dedup.paragraphs: the removed paragraphs' tokens
+            tokens, lengths, offsets = _cut(tokens, lengths, offsets, piece["cuts"])
         for a, b in ranges:
             tok_parts.append(tokens[int(offsets[a]) : int(offsets[b])])
             len_parts.append(lengths[a:b])
     dtype = np.dtype(spec.token_meta["dtype"])
     tokens = np.concatenate(tok_parts).astype(dtype, copy=False) if tok_parts else np.zeros(0, dtype)
     return np.ascontiguousarray(tokens), np.cumsum(np.concatenate(len_parts), dtype=np.uint64)
+
+
+def _cut(tokens: np.ndarray, lengths: np.ndarray, offsets: np.ndarray, cuts: list[list[int]]
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A staged file's tokens, lengths and offsets without the spans ``[[doc, start, stop], ...]`` (token offsets
+    within each document)."""
+    keep = np.ones(tokens.size, bool)
+    lengths = lengths.astype(np.uint64, copy=True)
+    for doc, start, stop in cuts:
+        keep[int(offsets[doc]) + start : int(offsets[doc]) + stop] = False
+        lengths[doc] -= np.uint64(stop - start)
+    out = np.zeros(lengths.size + 1, np.uint64)
+    np.cumsum(lengths, out=out[1:])
+    return tokens[keep], lengths, out
 
 
 def write_shard(storage: Storage, spec: ShardSpec) -> None:
@@ -226,24 +257,31 @@ class ShardPacker:
             self.state.open_tokens = sum(int(load_staged(storage, out_url, f)[1].sum()) for f in self.state.files())
 
     # -- appending
-    def add(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None = None) -> dict:
-        """Place one WARC's documents (``keep``: which of the staged ones; None: all); close shards as
-        they fill. Returns where the documents went."""
+    def add(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None = None,
+            cuts: TokenCuts | None = None) -> dict:
+        """Place one WARC's documents (``keep``: which of the staged ones; None: all; ``cuts``: the token spans
+        they lose, dedup.paragraphs' removed paragraphs); close shards as they fill. Returns where they went."""
         first = (self.state.shard_index, self.state.open_docs)
         n = total = done = 0
         for piece in staged.pieces():  # a WARC cut into ranges: each range's file in turn, as one WARC
             m = len(piece.lengths)
-            docs, tokens = self._place(ordinal, warc, piece, None if keep is None else keep[done : done + m])
+            docs, tokens = self._place(ordinal, warc, piece, None if keep is None else keep[done : done + m],
+                                       None if cuts is None or not len(cuts) else (cuts, done))
             n, total, done = n + docs, total + tokens, done + m
         self.state.docs += n
         self.state.tokens += total
         last = (self.state.shard_index, self.state.open_docs)
         return {"docs": n, "tokens": total, "first": list(first), "end": list(last)}
 
-    def _place(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None) -> tuple[int, int]:
-        """Place the kept documents of one staged file; (documents, tokens) placed."""
+    def _place(self, ordinal: int, warc: str, staged: WarcTokens, keep: np.ndarray | None,
+               cuts: tuple[TokenCuts, int] | None = None) -> tuple[int, int]:
+        """Place the kept documents of one staged file (``cuts``: the WARC's, and the file's first document in the
+        WARC); (documents, tokens) placed."""
         index = np.arange(len(staged.lengths)) if keep is None else np.flatnonzero(keep)
-        lengths = staged.lengths[index]
+        lengths = staged.lengths
+        if cuts is not None:
+            lengths = lengths - cuts[0].removed_per_doc(cuts[1] + lengths.size)[cuts[1] :].astype(np.uint64)
+        lengths = lengths[index]
         ends = np.cumsum(lengths, dtype=np.uint64)
         doc, n = 0, len(lengths)
         if staged.file is not None and not n:
@@ -253,7 +291,10 @@ class ShardPacker:
             # smallest k such that docs [doc, k) fill the shard (a shard closes after the doc that fills it)
             k = min(int(np.searchsorted(ends, (ends[doc - 1] if doc else 0) + room, side="left")) + 1, n)
             self._note_source(ordinal, warc, k - doc)
-            self.state.pieces.append({"file": staged.file, "ranges": kept_ranges(index[doc:k])})
+            piece = {"file": staged.file, "ranges": kept_ranges(index[doc:k])}
+            if cuts is not None and (mine := _piece_cuts(cuts, piece["ranges"])):
+                piece["cuts"] = mine
+            self.state.pieces.append(piece)
             self.state.open_docs += k - doc
             self.state.open_tokens += int(ends[k - 1] - (ends[doc - 1] if doc else 0))
             doc = k

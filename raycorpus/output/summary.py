@@ -202,6 +202,16 @@ class ClusterCounts(_Part):
     """Documents by cluster size, in FineWeb-2's rehydration bins (``1``, ``2``, ``3-4``, ``5-99``, ...)."""
 
 
+class ParagraphCounts(_Part):
+    """Paragraph dedup (``dedup.paragraphs``), over the documents document-level dedup kept."""
+
+    paragraphs: int
+    """Their paragraphs (lines)."""
+    removed: int
+    """Paragraphs removed: seen before in manifest order (the documents dropped for them are in ``docs.dropped``,
+    ``dedup:paragraphs``)."""
+
+
 class RunSummary(_Part):
     """An output's run summary (``summary.json``): the ledger's totals over every committed WARC, and ``this_run``,
     what the last invocation did."""
@@ -229,6 +239,8 @@ class RunSummary(_Part):
     """The WARCs given up on."""
     clusters: ClusterCounts | None = _measured()
     """Duplicate clusters (finished filter-mode builds with dedup only)."""
+    dedup_paragraphs: ParagraphCounts | None = _measured()
+    """Paragraph dedup (builds with ``dedup.paragraphs`` only)."""
     this_run: ThisRun = Field(default_factory=ThisRun)
 
     @classmethod
@@ -287,5 +299,7 @@ def build_summary(output: str, state: LedgerState, total_warcs: int, run: ThisRu
         storage=StorageUse(t[ck.STORAGE_RETRIES], t[ck.STORAGE_THROTTLED]),
         failed=state.failed,
         clusters=ClusterCounts.model_validate(clusters) if clusters and state.complete else None,
+        dedup_paragraphs=ParagraphCounts(paragraphs=t[ck.DEDUP_PARAGRAPHS], removed=t[ck.DEDUP_PARAGRAPHS_REMOVED])
+        if t[ck.DEDUP_PARAGRAPHS] else None,
         this_run=run.with_rates(),
     )

@@ -127,13 +127,15 @@ def _check_clusters(storage: Storage, out_url: str, state: LedgerState, per_shar
         if hashlib.sha256(data).hexdigest() != summary["files"].get(name):
             bad.append(f"{name}: checksum")
         dups += int(sizes.astype(np.int64).sum()) - sizes.size
-    dropped = sum(n for k, n in state.totals.items() if k.kind == ck.Kind.DROP and k.name == "dedup")
+    dropped = sum(n for k, n in state.totals.items() if k.kind == ck.Kind.DROP and k.name == "dedup"
+                  and k.reason != "paragraphs")  # (dropped for their removed paragraphs: no one's duplicate)
     against = sum(e["duplicates"] for e in summary.get("against", []))
-    if not bad and (dups != summary["duplicates"] or dups + summary["prior_duplicates"] != dropped
+    unplaced = summary.get("unplaced_duplicates", 0)  # (of a document then dropped for its paragraphs)
+    if not bad and (dups != summary["duplicates"] or dups + summary["prior_duplicates"] + unplaced != dropped
                     or against != summary["prior_duplicates"]):
         bad.append(f"{dups:,} duplicates in the sizes, {summary['duplicates']:,} in clusters.json "
-                   f"(+ {summary['prior_duplicates']:,} of earlier outputs, {against:,} in their against files), "
-                   f"{dropped:,} dropped by dedup")
+                   f"(+ {summary['prior_duplicates']:,} of earlier outputs, {against:,} in their against files, "
+                   f"{unplaced:,} of documents dropped for their paragraphs), {dropped:,} dropped by dedup")
     check("cluster sizes", not bad, "; ".join(bad) if bad else f"{len(per_shard)} sizes files: {dups:,} dropped "
           f"duplicates in the clusters of {summary['documents']:,} documents")
 

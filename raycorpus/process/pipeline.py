@@ -9,6 +9,7 @@ or the storage error), and the driver retries it, then lists it as failed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from raycorpus.ingest.split import WarcPart, open_part
 from raycorpus.ingest.storage import Storage
 from raycorpus.ingest.warc import HtmlRecord, TextRecord, iter_html_records, iter_text_records
 from raycorpus.output.docfiles import EXCLUSIONS_DIR, write_jsonl_zst
+from raycorpus.process.dedup.paragraphs import ParagraphHasher, Paragraphs
 from raycorpus.process.dedup.sketch import Signer
 from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
@@ -32,8 +34,8 @@ from raycorpus.process.profile import ProfileRecorder, SampleBounds
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tokenize import TokenEncoder
 
-READ_NS, EXTRACT_NS, HASH_NS, URL_KEY_NS, MINHASH_NS, TOKENIZE_NS = (
-    ck.time_in(s) for s in ("read", "extract", "hash", "url_key", "minhash", "tokenize"))
+READ_NS, EXTRACT_NS, HASH_NS, URL_KEY_NS, MINHASH_NS, TOKENIZE_NS, PARAGRAPHS_NS = (
+    ck.time_in(s) for s in ("read", "extract", "hash", "url_key", "minhash", "tokenize", "paragraphs"))
 
 
 def content_hash(text: str) -> int:
@@ -70,6 +72,7 @@ class WarcProcessor:
         self.minhasher = Signer(d.num_perm, d.ngram, d.seed, d.verify_sketch == "oph", d.oph_bits) if d.near else None
         if self.minhasher is not None:
             self.minhasher.signature("warm up")  # builds its code-point table once, at start-up
+        self.paragraphs = ParagraphHasher(d.paragraphs.min_chars) if d.paragraphs.enabled else None
 
     def process(self, ordinal: int, url: str, part: WarcPart | None = None,
                 bounds: SampleBounds | None = None) -> WarcResult:
@@ -112,13 +115,29 @@ class WarcProcessor:
             result.url_hashes = np.array(url_keys, dtype=np.uint64)
         result.extract_failed = failed
         if self.encoder is not None:
-            t = clock()
-            result.tokens, result.lengths = self.encoder.encode([d.text for d in docs])
-            counts[TOKENIZE_NS] += clock() - t
+            self._encode(result, counts)
         if self.recorder is not None:
             result.profile, self.recorder = self.recorder.finish(result.lengths), None
         result.seconds = time.perf_counter() - t0
         return result
+
+    def _encode(self, result: WarcResult, counts: Counter) -> None:
+        """Tokenize the documents; with paragraph dedup, cut each into its paragraphs, key them, and encode them
+        piece by piece (the same ids: see :mod:`raycorpus.process.dedup.paragraphs`)."""
+        clock = time.perf_counter_ns
+        texts = [d.text for d in result.docs]
+        if self.paragraphs is None:
+            t = clock()
+            result.tokens, result.lengths = self.encoder.encode(texts)
+            counts[TOKENIZE_NS] += clock() - t
+            return
+        t = clock()
+        paragraphs, pieces = Paragraphs.of(texts, self.paragraphs)
+        t_split = clock()
+        result.tokens, result.lengths, tokens = self.encoder.encode_pieces(pieces)
+        counts[PARAGRAPHS_NS] += t_split - t
+        counts[TOKENIZE_NS] += clock() - t_split
+        result.paragraphs = dataclasses.replace(paragraphs, tokens=tokens)
 
     def _document(self, rec: HtmlRecord | TextRecord, counts: Counter, excluded: list[dict],
                   failed: list[tuple[str, str]] | None = None) -> Document | None:

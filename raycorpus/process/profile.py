@@ -195,6 +195,13 @@ class WarcProfile:
             setattr(out, f, np.concatenate([getattr(p, f) for p in parts]))
         return out
 
+    def shorten(self, tokens: np.ndarray, chars: np.ndarray) -> None:
+        """Each document less what it lost after the worker measured it (dedup.paragraphs' removed paragraphs)."""
+        self.tokens = (self.tokens.astype(np.int64) - tokens).astype(np.uint32)
+        self.chars = (self.chars.astype(np.int64) - chars).astype(np.uint32)
+        self.token_bin = COUNT.bins(self.tokens).astype(np.uint8)
+        self.char_bin = COUNT.bins(self.chars).astype(np.uint8)
+
 
 def _add_into(total: dict, part: dict) -> None:
     for key, counts in part.items():

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from raycorpus.process.dedup.paragraphs import Paragraphs
 from raycorpus.process.document import Document
 from raycorpus.process.profile import WarcProfile
 
@@ -33,6 +34,7 @@ class WarcResult:
     url_hashes: np.ndarray | None = None  # uint64 per doc: normalised-URL key for URL dedup (0: no URL), if on
     extract_failed: list[tuple[str, str]] | None = None  # tag mode: (url, reason) of each record extraction dropped
     profile: WarcProfile | None = None  # what the report keeps of it (None: output.report off)
+    paragraphs: Paragraphs | None = None  # with dedup.paragraphs: each document's paragraphs, keys and tokens
 
     def summary(self) -> WarcSummary:
         return WarcSummary(self.ordinal, self.url, len(self.docs), self.bytes_read, round(self.seconds, 4),
@@ -44,7 +46,8 @@ class WarcResult:
 
     def dedup_payload(self, eligible: np.ndarray | None = None, layout: Layout | None = None) -> DedupPayload:
         """The WARC's dedup keys; with the index's ``layout``, the keys the decision uses are computed here too."""
-        payload = DedupPayload(self.content_hashes, self.signatures, eligible, self.url_hashes)
+        payload = DedupPayload(self.content_hashes, self.signatures, eligible, self.url_hashes,
+                               paragraphs=self.paragraphs)
         if layout is not None:
             payload.keys = layout.warc_keys(*payload.rows(eligible))
         return payload
@@ -94,6 +97,7 @@ class DedupPayload:
     eligible: np.ndarray | None = None  # tag mode: the documents filter mode would keep (only they take part)
     url_hashes: np.ndarray | None = None  # uint64 normalised-URL keys, None without URL dedup
     keys: WarcKeys | None = None  # of the eligible documents, computed by the worker (None: by the head)
+    paragraphs: Paragraphs | None = None  # with dedup.paragraphs (filter mode only: every document takes part)
 
     @classmethod
     def joined(cls, parts: list[DedupPayload]) -> DedupPayload:
@@ -102,7 +106,9 @@ class DedupPayload:
         def cat(arrays: list[np.ndarray | None]) -> np.ndarray | None:
             return None if arrays[0] is None else np.concatenate(arrays)
 
-        return cls(*(cat([getattr(p, f) for p in parts]) for f in ("hashes", "signatures", "eligible", "url_hashes")))
+        paragraphs = Paragraphs.joined([p.paragraphs for p in parts]) if parts[0].paragraphs is not None else None
+        return cls(*(cat([getattr(p, f) for p in parts]) for f in ("hashes", "signatures", "eligible", "url_hashes")),
+                   paragraphs=paragraphs)
         # (no keys: documents of two ranges may share one; the head computes them for the whole WARC)
 
     def rows(self, eligible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:

@@ -299,6 +299,8 @@ def dedup(view: OutputView) -> dict | None:
                   title={"text": "Duplicates by kind (first match wins: URL, then exact, then near)"},
                   yaxis={"title": {"text": "documents"}}, height=280)
     out: dict = {"counts": counts, "figures": [{"id": "dedup-kinds", "figure": bars}]}
+    if s.dedup_paragraphs is not None:
+        out["paragraphs"] = {**s.dedup_paragraphs.model_dump(), "dropped": counts.get("paragraphs", 0)}
     if s.clusters is not None:
         out["figures"].append({"id": "dedup-cluster-sizes", "figure": _cluster_sizes(s.clusters.histogram)})
     if r is None:

@@ -29,6 +29,7 @@ from raycorpus.process.dedup.index import (
     RecordRows,
 )
 from raycorpus.process.dedup.output import DedupVerdict, apply_decision
+from raycorpus.process.dedup.paragraphs import TokenCuts
 from raycorpus.process.dedup.prior import PriorIndex, load_prior
 from raycorpus.process.dedup.records import RecordReader, RowBlocks, encode_keys, keys_name
 from raycorpus.process.dedup.shardlog import ShardFiles, ShardLog, shard_dir
@@ -136,7 +137,8 @@ def write_keys(storage: Storage, out_url: str, ordinal: int, payload: DedupPaylo
     if not rows[0].size:
         return
     try:
-        storage.write_atomic(join_url(join_url(out_url, DEDUP_DIR), keys_name(ordinal)), encode_keys(*rows, layout))
+        storage.write_atomic(join_url(join_url(out_url, DEDUP_DIR), keys_name(ordinal)),
+                             encode_keys(*rows, layout, payload.paragraphs))
     except StorageError as e:
         raise StagingError(str(e)) from e
 
@@ -207,10 +209,12 @@ class LshShardActor(Measured):
         documents the whole index held then (``docnos``: the next docno)."""
         return {"docnos": self.docnos, **self.read}
 
-    def query(self, round_: list[Asked], insert: list[tuple[int, Taken]] | None = None):
-        """The hits of a round's keys (:meth:`LshShard.query`), after the earlier WARCs' ``insert`` if any."""
+    def query(self, round_: list[Asked], insert: list[tuple[int, Taken]] | None = None,
+              paragraphs: np.ndarray | None = None):
+        """The hits of a round's keys (:meth:`LshShard.query`; ``paragraphs``: its paragraph keys routed here),
+        after the earlier WARCs' ``insert`` if any."""
         self._take(insert)
-        return self.shard.query(round_)
+        return self.shard.query(round_, paragraphs)
 
     def documents(self, docnos: np.ndarray):
         return self.shard.documents(docnos)
@@ -271,6 +275,7 @@ class PackerItem:
     keep: np.ndarray | None = None  # the documents dedup keeps (None: all)
     record: RecordSource | None = None
     error: str = ""
+    cuts: TokenCuts | None = None  # dedup.paragraphs: the token spans of the removed paragraphs
 
 
 @ray.remote
@@ -327,17 +332,17 @@ class PackerActor(Measured):
         return self.writer.packer.closer.cpu_seconds
 
     def commit(self, ordinal: int, warc: str, summary: WarcSummary, staged: WarcTokens, keep: np.ndarray | None,
-               attempts: int, record: RecordSource | None = None) -> Position:
+               attempts: int, record: RecordSource | None = None, cuts: TokenCuts | None = None) -> Position:
         """Place the kept documents (``keep``: per document; None keeps all) of the WARC its worker
         ``staged``; the WARC's dedup ``record`` joins its rows block (durable by the checkpoint that names the
         WARC, :class:`~raycorpus.process.dedup.records.RowBlocks`)."""
         if record is not None:
             if record.payload is not None:
                 payload = ray.get(record.payload[0])
-                keys = encode_keys(*payload.rows(payload.eligible), self.layout)
+                keys = encode_keys(*payload.rows(payload.eligible), self.layout, payload.paragraphs)
                 self.storage.write_atomic(join_url(self.dedup_url, keys_name(ordinal)), keys)
             self.rows.add(ordinal, record.rows, record.links)  # durable with the block, by the next checkpoint
-        return self.writer.commit(ordinal, warc, summary, staged, keep, attempts)
+        return self.writer.commit(ordinal, warc, summary, staged, keep, attempts, cuts)
 
     def fail(self, ordinal: int, warc: str, error: str, attempts: int) -> Position:
         return self.writer.fail(ordinal, warc, error, attempts)
@@ -353,7 +358,7 @@ class PackerActor(Measured):
                 position = self.fail(item.ordinal, item.warc, item.error, item.attempts)
             else:
                 position = self.commit(item.ordinal, item.warc, item.summary, next(staged), item.keep,
-                                       item.attempts, item.record)
+                                       item.attempts, item.record, item.cuts)
         self.rows.passed(position.next_ordinal)
         return position
 

@@ -28,6 +28,7 @@ from raycorpus.output.ledger import Ledger, LedgerState
 from raycorpus.output.report_state import ArrivedBounds, ReportState, tighter, versions
 from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.output import DedupVerdict
+from raycorpus.process.dedup.paragraphs import TokenCuts
 from raycorpus.process.profile import NO_BOUND
 from raycorpus.process.results import WarcSummary
 from raycorpus.runtime import faults
@@ -58,6 +59,7 @@ class Sent:
     record: RecordSource | None = None  # the documents the WARC added to the dedup index (the packer writes it)
     docs: ray.ObjectRef | None = None  # for the document writer; released once the packer has taken the WARC
     written: ray.ObjectRef | None = None  # the document writer's call
+    cuts: TokenCuts | None = None  # dedup.paragraphs: the token spans of its removed paragraphs
 
 
 class Committer:
@@ -77,7 +79,7 @@ class Committer:
         self.next_commit = self.position.next_ordinal  # the next WARC to take from the buffer
         self.indexed = state.totals[ck.DEDUP_INDEXED]  # documents in the LSH index
         self.buffer: dict[int, Finished] = {}  # the reorder buffer
-        self.decided: dict[int, tuple] = {}  # (summary, verdict, record) of buffered WARCs decided in a round
+        self.decided: dict[int, tuple] = {}  # (summary, verdict, record, cuts) of buffered WARCs decided in a round
         self.calls: deque[ray.ObjectRef] = deque()  # packer.commit / fail calls, in manifest order
         self.sent: deque[Sent] = deque()  # the resend log
         self.recoveries = {"packer": 0, "writer": 0}
@@ -148,13 +150,13 @@ class Committer:
         """A WARC whose turn has come, counted (metrics, report, index) and ready to send."""
         if item.summary is None:
             return Sent(item.task, None)
-        summary, verdict, record = self.decided.pop(item.task.ordinal) if self.dedup is not None else (
-            item.summary, None, None)
+        summary, verdict, record, cuts = self.decided.pop(item.task.ordinal) if self.dedup is not None else (
+            item.summary, None, None, None)
         self.metrics.warc_committed(summary)
         self._add_to_report(summary, verdict)
         self.indexed += summary.counts[ck.DEDUP_INDEXED]
         keep = verdict.decision.keep if verdict is not None and not self.tag else None
-        return Sent(item.task, summary, item.staged, keep, verdict, record, item.docs)
+        return Sent(item.task, summary, item.staged, keep, verdict, record, item.docs, cuts=cuts)
 
     def _checkpoint_due(self, upto: int) -> bool:
         """Every ``run.checkpoint_interval_seconds`` (0: after every WARC), a checkpoint of what was sent."""
@@ -219,7 +221,12 @@ class Committer:
             if decision.indexed or len(links):
                 keys = None if payload.keys is not None or not decision.indexed else [item.dedup]
                 record = RecordSource(decision.rows if decision.indexed else None, keys, links if len(links) else None)
-            self.decided[item.task.ordinal] = (summary, verdict, record)
+            cuts = None
+            if decision.paragraphs is not None and decision.paragraphs.any():
+                cuts = TokenCuts.of(payload.paragraphs, decision.paragraphs, decision.keep)
+                if summary.profile is not None:  # the report counts what the shards hold
+                    summary.profile.shorten(*payload.paragraphs.removed_per_doc(decision.paragraphs))
+            self.decided[item.task.ordinal] = (summary, verdict, record, cuts)
 
     def _send(self, items: list[Sent]) -> None:
         """``items`` (in manifest order, at least one) to the packer in one call, their documents to the writers
@@ -235,7 +242,8 @@ class Committer:
             if item.written is not None:
                 written.append(item.written)
             staged.append(item.staged)
-            out.append(PackerItem(task.ordinal, task.warc, task.attempts, item.summary, item.keep, item.record))
+            out.append(PackerItem(task.ordinal, task.warc, task.attempts, item.summary, item.keep, item.record,
+                                  cuts=item.cuts))
         self.calls.append(self.packer.take.remote(out, *staged, *written))
 
     def _note(self, position: Position) -> None:

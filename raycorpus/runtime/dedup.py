@@ -59,10 +59,11 @@ class RayShards:
     def forget_pending(self) -> None:
         self.pending = [[] for _ in self.actors]
 
-    def query(self, requests):
+    def query(self, requests, paragraphs=None):
         inserts = self.take_pending()
-        return ray.get([a.query.remote(Stacked(r), insert=i)
-                        for a, r, i in zip(self.actors, requests, inserts, strict=True)])
+        paragraphs = paragraphs or [None] * len(self.actors)
+        return ray.get([a.query.remote(Stacked(r), insert=i, paragraphs=p)
+                        for a, r, i, p in zip(self.actors, requests, inserts, paragraphs, strict=True)])
 
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])
@@ -174,7 +175,7 @@ class DedupStage:
         self.actors = self._start_all(state, range(n))
         self.shards = RayShards(self.actors)
         self.dedup = Deduplicator(self.layout, cfg.dedup.threshold, self.shards,
-                                  self.prior_docs + state.totals[ck.DEDUP_INDEXED])
+                                  self.prior_docs + state.totals[ck.DEDUP_INDEXED], cfg.dedup.paragraphs.threshold)
         self.restarts = 0
         self.starts: list[tuple[int, int]] = []  # the last round's WARCs: (ordinal, first docno)
         self.rounds = 0  # rounds decided by this run
@@ -276,7 +277,7 @@ class DedupStage:
         warcs = []
         for ordinal, payload in round_:
             hashes, sigs, urls = payload.rows(payload.eligible)
-            warcs.append(WarcRows(ordinal, hashes, sigs, urls, payload.keys))
+            warcs.append(WarcRows(ordinal, hashes, sigs, urls, payload.keys, payload.paragraphs))
         first = self.dedup.next_docno
         decisions = self.dedup.decide_round(warcs)
         self.rounds += 1

@@ -82,6 +82,15 @@ def test_bench_smoke_runs_on_the_shipped_demo_config(tmp_path, ray_address):
     assert st["processing_seconds"] > 0 and st["fixed_seconds"] > 0 and len(st["fixed_runs"]) == 1
 
 
+def test_demo_with_paragraph_dedup_counts_what_it_removed(tmp_path, ray_address):
+    r = cli("demo", "--dir", str(tmp_path / "d"), "--warcs", "2", "--pages", "40", "--paragraphs",
+            "--progress", "off")
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((tmp_path / "d" / "corpus" / "summary.json").read_text())
+    assert s["dedup_paragraphs"]["removed"] > 0
+    assert f"{s['dedup_paragraphs']['removed']:,} of {s['dedup_paragraphs']['paragraphs']:,} removed" in r.stdout
+
+
 def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
     (tmp_path / "precious.txt").write_text("keep me")
     r = cli("demo", "--dir", str(tmp_path))

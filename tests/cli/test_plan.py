@@ -33,6 +33,11 @@ def test_plan_scales_the_benchmarked_warc_to_the_crawl():
                 warc_bytes=1e9)
     assert near["docs_indexed"] == 90_000 * 24_000 and near["docs_kept"] == p["docs_kept"] == p["docs_indexed"]
     assert near["lsh_bytes_per_shard"] == round(p["lsh_bytes_per_shard"] * 1.2)
+    # dedup.paragraphs: each indexed document's distinct paragraph keys, 8.5 bytes each in the shards
+    para = plan(BENCH, warcs=90_000, workers=1000, shards=10, warc_bytes=1e9, paragraph_keys=20)
+    assert para["lsh_bytes_per_shard"] == round(90_000 * 20_000 * (TABLE_BYTES_PER_DOC + STORE_BYTES_PER_DOC + 170)
+                                                / 10)
+    assert "20 paragraph keys each" in format_plan(para)
     # the 2-worker run predicted from the 1-worker run's efficiency
     c = plan(BENCH, warcs=4, workers=2)["check"]
     assert c["measured_seconds_per_warc"] == pytest.approx(8.6 / 4)

@@ -161,3 +161,74 @@ def test_kept_tokens_drop_removed_paragraphs_and_dropped_documents_but_keep_each
     mask = kept_tokens(counts, piece_tokens, removed, keep)
     assert mask.astype(int).tolist() == [1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1] and mask.dtype == bool
     assert kept_tokens(np.zeros(0, np.uint32), np.zeros(0, np.uint32), np.zeros(0, bool), np.zeros(0, bool)).size == 0
+
+
+def random_warcs(n_warcs: int, seed: int = 5) -> list[tuple[np.ndarray, Paragraphs]]:
+    """WARCs of distinct documents (content hashes) whose paragraphs share keys from a small pool, some unkeyed."""
+    rng = np.random.default_rng(seed)
+    out, doc = [], 0
+    for _ in range(n_warcs):
+        n = int(rng.integers(0, 7))
+        counts = rng.integers(1, 9, n).astype(np.uint32)
+        m = int(counts.sum())
+        keys = rng.choice(np.arange(1, 60, dtype=np.uint64), m) * np.uint64(0x9E3779B97F4A7C15)
+        keys[rng.random(m) < 0.15] = 0
+        paragraphs = Paragraphs(counts, keys, rng.integers(1, 300, m).astype(np.uint32),
+                                rng.integers(0, 40, m).astype(np.uint32))
+        out.append((np.arange(doc, doc + n, dtype=np.uint64) + np.uint64(1 << 40), paragraphs))
+        doc += n
+    return out
+
+
+def decide(warcs, shards: int, round_size: int):
+    from raycorpus.process.dedup.index import Deduplicator, Layout, LocalShards, WarcRows
+    from raycorpus.process.dedup.settings import DedupConfig
+
+    layout = Layout.from_config(DedupConfig(url=False, near=False), shards)
+    local = LocalShards(layout)
+    dedup = Deduplicator(layout, 0.8, local, 0, paragraph_threshold=0.6)
+    rows = [WarcRows(i, hashes, None, None, None, p) for i, (hashes, p) in enumerate(warcs)]
+    out = []
+    for start in range(0, len(rows), round_size):
+        out += dedup.decide_round(rows[start : start + round_size])
+    return out, local
+
+
+def test_the_index_decides_paragraphs_as_the_reference_in_any_round_and_shard_count():
+    warcs = random_warcs(40)
+    seen, want = SeenParagraphs(), []
+    for _, p in warcs:
+        removed = seen.decide(p)
+        want.append((removed, dropped(removed_share(p, removed), 0.6)))
+    assert sum(int(r.sum()) for r, _ in want) > 50 and sum(int(d.sum()) for _, d in want) > 3
+    for shards, round_size in ((1, 1), (1, 16), (3, 5), (4, 16)):
+        decisions, _ = decide(warcs, shards, round_size)
+        for d, (removed, drop), (_, p) in zip(decisions, want, warcs, strict=True):
+            assert np.array_equal(d.paragraphs, removed) if p.counts.size else d.paragraphs is None
+            assert np.array_equal(d.kind == 7, drop)  # PARAGRAPHS
+            assert np.array_equal(d.rows.index, ~drop)  # the documents dropped for paragraphs are not indexed
+
+
+def test_a_shard_rebuilt_from_the_records_holds_the_same_paragraph_keys():
+    """What a lost or resumed shard reads (the keys files the workers wrote and the rows blocks the packer wrote)
+    gives it the paragraph keys the live shard took."""
+    from raycorpus.process.dedup.index import Layout, LshShard
+    from raycorpus.process.dedup.records import decode_block, encode_block, encode_keys, join_record
+    from raycorpus.process.dedup.settings import DedupConfig
+
+    warcs = random_warcs(30, seed=9)
+    decisions, live = decide(warcs, 3, 4)
+    layout = Layout.from_config(DedupConfig(url=False, near=False), 3)
+    rows = decode_block(encode_block({i: d.rows for i, d in enumerate(decisions) if d.rows.index.size}))
+    docno = 0
+    rebuilt = [LshShard(layout, s) for s in range(3)]
+    for i, (hashes, p) in enumerate(warcs):
+        if i not in rows:
+            continue
+        record = join_record(i, rows[i], encode_keys(hashes, None, None, layout, p))
+        for shard in rebuilt:
+            shard.load([record], docno)
+        docno += record.gids.size
+    for shard, original in zip(rebuilt, live.shards, strict=True):
+        assert len(original.paragraphs) > 0
+        assert np.array_equal(shard.paragraphs.keys(), original.paragraphs.keys())

@@ -190,3 +190,33 @@ def test_against_shows_the_deltas_of_a_tag_run_and_its_select_run(browser, tag_a
         assert p.js("document.querySelectorAll('#only-here-list .doc').length") == min(40, len(data["kept_only_here"]))
     finally:
         p.close()
+
+
+@pytest.fixture(scope="module")
+def paragraphs_report(crawl, tmp_path_factory, ray_address) -> tuple[Path, dict]:
+    """A build with paragraph dedup (the sample crawl's pages share short lines: min_chars 16): its report and
+    summary."""
+    c, tok = crawl
+    out = tmp_path_factory.mktemp("paragraphs") / "out"
+    s = run(make_config(str(c.manifest_path), str(out), tok,
+                        dedup={"paragraphs": {"enabled": True, "min_chars": 16, "threshold": 0.5}}))
+    assert main(["report", str(out)]) == 0
+    return out / "report.html", s.to_dict()
+
+
+def test_paragraph_dedup_shows_what_it_removed_and_dropped(browser, paragraphs_report):
+    report, s = paragraphs_report
+    p = Page(browser, report)
+    try:
+        assert p.errors == []
+        note = p.js("document.getElementById('dedup-paragraphs').textContent")
+        removed, total = s["dedup_paragraphs"]["removed"], s["dedup_paragraphs"]["paragraphs"]
+        dropped = s["docs"]["dropped"]["dedup:paragraphs"]
+        assert removed > 0 and dropped > 0
+        assert f"{removed:,} of the kept documents' {total:,} paragraphs" in note and f"{dropped:,} documents" in note
+        kinds = p.js("document.getElementById('chart-dedup-kinds').data[0]")
+        assert dict(zip(kinds["x"], kinds["y"], strict=True))["paragraphs"] == dropped
+        tokens = p.js("document.getElementById('chart-lang-tokens').data.find(t => t.name === 'kept').y")
+        assert sum(tokens) == s["tokens"]  # what the shards hold: less the removed paragraphs
+    finally:
+        p.close()

@@ -20,10 +20,10 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
 from tests.support.corpus import (
-    actor_pids,
     make_config,
     run,
     shard_digests,
+    wait_for_actors,
     wait_for_checkpoints,
     wait_until_no_actors,
 )
@@ -324,14 +324,9 @@ def test_killed_lsh_shard_is_rebuilt_and_the_output_is_unchanged(reference, craw
             "tokenizer": {"path": tok}, "ray": {"workers": 1}, "dedup": {"shards": 2},
             "run": {"checkpoint_interval_seconds": 0, "progress": "off"}}))
         wait_until_no_actors("LshShardActor")  # earlier tests' shard actors are still exiting: only this run's
-        deadline = time.monotonic() + 240
         proc = subprocess.Popen([sys.executable, "-m", "raycorpus.cli", "run", str(cfg_path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        pids: list[int] = []
-        while time.monotonic() < deadline and proc.poll() is None and len(pids) < 2:
-            pids = actor_pids("LshShardActor")
-            time.sleep(0.02)
-        assert len(pids) == 2, "the run did not start its two LSH shard actors"
+        pids = wait_for_actors(proc, "LshShardActor", 2)
         wait_for_checkpoints(proc, out, 2)
         os.kill(pids[0], signal.SIGKILL)
         www.release()

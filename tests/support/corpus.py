@@ -80,6 +80,16 @@ def actor_pids(class_name: str) -> list[int]:
     return pids
 
 
+def wait_for_actors(proc: subprocess.Popen, class_name: str, n: int, timeout: float = 240) -> list[int]:
+    """The PIDs of the ``n`` live ``class_name`` actors the run ``proc`` started; fails if they do not appear."""
+    deadline, pids = time.monotonic() + timeout, []
+    while time.monotonic() < deadline and proc.poll() is None and len(pids) < n:
+        pids = actor_pids(class_name)
+        time.sleep(0.02)
+    assert len(pids) == n, f"the run did not start its {n} {class_name} actors"
+    return pids
+
+
 def wait_until_no_actors(class_name: str, timeout: float = 240) -> None:
     """Until no ``class_name`` actor lives on the test cluster: a SIGKILLed driver's actors end only when
     Ray notices that their owner is gone, and until then they go on reading WARCs and staging tokens."""

@@ -94,10 +94,12 @@ class Taken:
     index: np.ndarray  # np.packbits: the document is taken (indexed)
     keyed: np.ndarray  # np.packbits: it inserts its content and URL keys (not an indexed near duplicate)
     own_sigs: np.ndarray | None
+    paragraphs: np.ndarray | None = None  # with dedup.paragraphs: the new paragraph keys the shard takes (uint64)
 
     @classmethod
-    def of(cls, first: int, index: np.ndarray, keyed: np.ndarray, own_sigs: np.ndarray | None) -> Taken:
-        return cls(first, index.size, np.packbits(index), np.packbits(keyed), own_sigs)
+    def of(cls, first: int, index: np.ndarray, keyed: np.ndarray, own_sigs: np.ndarray | None,
+           paragraphs: np.ndarray | None = None) -> Taken:
+        return cls(first, index.size, np.packbits(index), np.packbits(keyed), own_sigs, paragraphs)
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(taken, keyed): one bool per document."""
@@ -209,6 +211,7 @@ class RoundHits:
     hits: Sequence[tuple[Hits, Hits]]  # (a Stacked: crosses from the shard in a few buffers)
     exact: Repeats
     bands: Repeats
+    paragraphs: np.ndarray | None = None  # with dedup.paragraphs: a bool per paragraph key asked, the shard has it
 
 
 @dataclass(frozen=True)

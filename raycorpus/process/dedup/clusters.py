@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raycorpus.process.dedup.index import GID_BITS, KEEP, Decision
+from raycorpus.process.dedup.index import GID_BITS, KEEP, PARAGRAPHS, Decision
 from raycorpus.process.dedup.prior import is_prior
 
 # FineWeb-2's upsampling weights by cluster size (huggingface/fineweb-2, README.md, "Deduplication", commit
@@ -39,7 +39,7 @@ class DupLinks:
         kind, dup_of = decision.kind, decision.dup_of
         if decision.eligible is not None:  # (tag mode: over the documents that took part)
             kind, dup_of = kind[decision.eligible], dup_of[decision.eligible]
-        rows = np.flatnonzero(kind != KEEP)
+        rows = np.flatnonzero((kind != KEEP) & (kind != PARAGRAPHS))  # (dropped for paragraphs: no duplicate of one)
         return cls(rows.astype(np.uint32), np.asarray(dup_of[rows], np.uint64))
 
     def __len__(self) -> int:

@@ -52,8 +52,9 @@ from raycorpus.process.dedup.arrays import (
     WithinWarc,
     group_starts,
 )
-from raycorpus.process.dedup.lsh import NO_MATCH, BandTable
+from raycorpus.process.dedup.lsh import NO_MATCH, BandTable, KeySet
 from raycorpus.process.dedup.minhash import band_keys
+from raycorpus.process.dedup.paragraphs import Paragraphs, RoundParagraphs
 from raycorpus.process.dedup.prior import is_prior, local_gid
 from raycorpus.process.dedup.rounds import RoundOverlay
 from raycorpus.process.dedup.settings import DedupConfig
@@ -65,8 +66,10 @@ DEDUP_DIR = "dedup"
 
 KEEP, EXACT, NEAR, URL = 0, 1, 2, 3
 PRIOR = 3  # added to a kind when the match is an earlier output's document (dedup.against)
+PARAGRAPHS = 7  # kept by document-level dedup, dropped for its share of paragraphs seen before (dedup.paragraphs)
 KINDS = {URL: "url", EXACT: "exact", NEAR: "near",
-         URL + PRIOR: "prior_url", EXACT + PRIOR: "prior_exact", NEAR + PRIOR: "prior_near"}
+         URL + PRIOR: "prior_url", EXACT + PRIOR: "prior_exact", NEAR + PRIOR: "prior_near", PARAGRAPHS: "paragraphs"}
+OPTIONAL_KINDS = ("prior_url", "prior_exact", "prior_near", "paragraphs")  # counted only where they occur
 OPH = oph_sketch(OPH_BITS)  # estimates only: the seed does not matter here; every shape has OPH.words words
 _OPH: dict[int, OphSketch] = {bits: oph_sketch(bits) for bits in (1, 2, 4)}
 
@@ -198,6 +201,7 @@ class IndexRecord:
     sigs: np.ndarray | None = None  # (docs, num_perm) uint32 MinHash, with near dedup
     urls: np.ndarray | None = None  # uint64 URL keys (0: no URL), with URL dedup
     near: np.ndarray | None = None  # bool: indexed near duplicates (band keys and sketch only), with index_dups
+    paragraphs: np.ndarray | None = None  # uint64: the paragraph keys the WARC's documents made seen (paragraphs)
 
 
 def encode_record(record: IndexRecord) -> bytes:
@@ -235,16 +239,18 @@ class LshShard:
         self._expected = per_shard  # owned documents expected (their gids and signatures)
         self.exact = BandTable(per_shard * (layout.exact + layout.url), value_dtype=np.uint32)
         self.bands = BandTable(per_shard * layout.bands if layout.near else 0, value_dtype=np.uint32)
+        self.paragraphs = KeySet()  # dedup.paragraphs: the keys of paragraphs seen (routed here by key)
         self._gids = np.empty(0, np.uint64)
         self._sigs: np.ndarray | None = None
         self._n = 0  # owned documents
         self._asked: dict[int, Asked] = {}  # the keys of the WARCs queried and not taken yet, by ordinal
 
-    def query(self, round_: Sequence[Asked]) -> RoundHits:
+    def query(self, round_: Sequence[Asked], paragraphs: np.ndarray | None = None) -> RoundHits:
         """Which keys an earlier document has, and its docno, for each WARC of a round (in manifest order); the
         keys are kept for each WARC's :meth:`take`. A key the index lacks that several of the round's WARCs hold
         is listed in the answer's repeats: the head inserts it for the later ones (the shard takes the earlier
-        WARC's documents only after the round is decided)."""
+        WARC's documents only after the round is decided). ``paragraphs``: the round's paragraph keys routed here,
+        answered with :meth:`seen`."""
         hits, e_rep, b_rep = [], [], []
         for w, asked in enumerate(round_):
             self._asked[asked.ordinal] = asked
@@ -255,7 +261,11 @@ class LshShard:
                 e_rep.append((asked.exact[miss], w, _positions(asked.exact_pos, asked.exact.size)[miss]))
                 miss = bands == NO_MATCH
                 b_rep.append((asked.bands[miss], w, _positions(asked.band_pos, asked.bands.size)[miss]))
-        return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep))
+        return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep), self.seen(paragraphs))
+
+    def seen(self, paragraphs: np.ndarray | None) -> np.ndarray | None:
+        """A bool per paragraph key: an earlier WARC's kept document had it (None: no paragraph dedup)."""
+        return None if paragraphs is None else self.paragraphs.contains(paragraphs)
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
         """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:
@@ -275,7 +285,7 @@ class LshShard:
         own = self.layout.owner(mine) == self.index
         gids = make_gids(ordinal, taken.n)[index][own]
         return (a.exact[e_sel], docnos[e_doc[e_sel]], a.bands[b_sel], docnos[b_doc[b_sel]], mine[own], gids,
-                taken.own_sigs)
+                taken.own_sigs, taken.paragraphs)
 
     def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(gids, signatures or None) of owned documents."""
@@ -289,7 +299,9 @@ class LshShard:
 
     def insert(self, exact_keys: np.ndarray, exact_docnos: np.ndarray, band_keys_: np.ndarray,
                band_docnos: np.ndarray, own_docnos: np.ndarray, own_gids: np.ndarray,
-               own_sigs: np.ndarray | None) -> None:
+               own_sigs: np.ndarray | None, paragraphs: np.ndarray | None = None) -> None:
+        if paragraphs is not None and paragraphs.size:
+            self.paragraphs.add(paragraphs)
         if exact_keys.size:
             self.exact.insert_many(exact_keys, exact_docnos)
         if band_keys_.size:
@@ -338,7 +350,10 @@ class LshShard:
             flat, flat_no = keys.ravel()[b_sel], np.repeat(docnos, keys.shape[1])[b_sel]
         own = lay.owner(docnos) == me
         own_sigs = lay.stored(sigs[own]) if lay.verify and sigs is not None else None
-        return ek[e_sel], ek_no[e_sel], flat, flat_no, docnos[own], gids[own], own_sigs
+        paragraphs = record.paragraphs
+        if paragraphs is not None:
+            paragraphs = paragraphs[lay.route(paragraphs) == me]
+        return ek[e_sel], ek_no[e_sel], flat, flat_no, docnos[own], gids[own], own_sigs, paragraphs
 
     def stats(self) -> dict:
         sig_bytes = self._n * 8 + (0 if self._sigs is None else self._n * self._sigs.shape[1] * self._sigs.itemsize)
@@ -347,7 +362,8 @@ class LshShard:
             "exact_keys": len(self.exact),
             "band_keys": len(self.bands),
             "documents": self._n,
-            "table_bytes": self.exact.nbytes + self.bands.nbytes,
+            "table_bytes": self.exact.nbytes + self.bands.nbytes + self.paragraphs.nbytes,
+            **({"paragraph_keys": len(self.paragraphs)} if len(self.paragraphs) else {}),
             "signature_bytes": sig_bytes,
         }
 
@@ -375,7 +391,8 @@ def _repeats(parts: list[tuple[np.ndarray, int, np.ndarray]]) -> Repeats:
 class ShardSet(Protocol):
     """N shards, called together: local objects in-process, actors in the runtime."""
 
-    def query(self, requests: Sequence[Sequence[Asked]]) -> list[RoundHits]: ...
+    def query(self, requests: Sequence[Sequence[Asked]],
+              paragraphs: Sequence[np.ndarray] | None = None) -> list[RoundHits]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
     def take(self, requests: Sequence[Taken], ordinal: int) -> None: ...
 
@@ -386,8 +403,9 @@ class LocalShards:
     def __init__(self, layout: Layout, expected_docs: int = 0):
         self.shards = [LshShard(layout, i, expected_docs) for i in range(layout.n_shards)]
 
-    def query(self, requests):
-        return [s.query(r) for s, r in zip(self.shards, requests, strict=True)]
+    def query(self, requests, paragraphs=None):
+        paragraphs = paragraphs or [None] * len(self.shards)
+        return [s.query(r, p) for s, r, p in zip(self.shards, requests, paragraphs, strict=True)]
 
     def documents(self, requests):
         return [s.documents(r) for s, r in zip(self.shards, requests, strict=True)]
@@ -408,6 +426,7 @@ class RecordRows:
 
     index: np.ndarray
     near: np.ndarray | None
+    paragraphs: np.ndarray | None = None  # dedup.paragraphs: per decided document, its paragraphs were made seen
 
     def record(self, ordinal: int, hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | None,
                layout: Layout) -> IndexRecord:
@@ -430,6 +449,7 @@ class Decision:
     eligible: np.ndarray | None = None  # set by expand(): the documents that took part
     verified: np.ndarray | None = None  # float32: the best Jaccard estimated for a near candidate (NaN: none)
     rows: RecordRows | None = None  # what the index took, over the decided documents (not spread by expand)
+    paragraphs: np.ndarray | None = None  # dedup.paragraphs: a bool per paragraph of the documents, removed
 
     @property
     def keep(self) -> np.ndarray:
@@ -449,7 +469,7 @@ class Decision:
 
     def counts(self) -> dict[str, int]:
         counts = {k: int(np.count_nonzero(self.kind == code)) for code, k in KINDS.items()}
-        return {k: n for k, n in counts.items() if n or not k.startswith("prior_")}  # prior: only with dedup.against
+        return {k: n for k, n in counts.items() if n or k not in OPTIONAL_KINDS}  # (dedup.against, paragraphs)
 
     def count_into(self, counts: Counter, tag: bool) -> None:
         """Add this decision to a WARC's counters: duplicates dropped (or tagged), documents indexed."""
@@ -459,6 +479,9 @@ class Decision:
                 if not tag:
                     counts[ck.KEPT] -= n
         counts[ck.DEDUP_INDEXED] += self.indexed
+        if self.paragraphs is not None:
+            counts[ck.DEDUP_PARAGRAPHS] += int(self.paragraphs.size)
+            counts[ck.DEDUP_PARAGRAPHS_REMOVED] += int(np.count_nonzero(self.paragraphs))
 
 
 class _Draft:
@@ -504,6 +527,7 @@ class WarcRows:
     sigs: np.ndarray | None
     urls: np.ndarray | None = None
     keys: WarcKeys | None = None
+    paragraphs: Paragraphs | None = None  # with dedup.paragraphs
 
     def prepared(self, layout: Layout) -> _Input:
         hashes = np.asarray(self.hashes, np.uint64)
@@ -511,7 +535,7 @@ class WarcRows:
         near = layout.near and self.sigs is not None
         keys = self.keys or (layout.warc_keys(hashes, self.sigs, urls) if hashes.size else None)
         return _Input(self.ordinal, hashes.size, keys, make_gids(self.ordinal, hashes.size),
-                      layout.stored(self.sigs) if near and hashes.size else None)
+                      layout.stored(self.sigs) if near and hashes.size else None, self.paragraphs)
 
 
 @dataclass(frozen=True)
@@ -521,6 +545,7 @@ class _Input:
     keys: WarcKeys | None
     gids: np.ndarray
     stored: np.ndarray | None  # signatures as verification keeps them (None: no near dedup)
+    paragraphs: Paragraphs | None = None
 
     def warc(self, exact: np.ndarray, band: np.ndarray) -> _Warc:
         """The WARC as the decision sees it, from the index's answers for its flat exact and band keys."""
@@ -567,9 +592,13 @@ def _pairs_of(rows: np.ndarray, owner: np.ndarray, earlier: np.ndarray, n: int) 
 class Deduplicator:
     """Decides one WARC at a time, in manifest order, against a :class:`ShardSet`."""
 
-    def __init__(self, layout: Layout, threshold: float, shards: ShardSet, next_docno: int = 0):
+    def __init__(self, layout: Layout, threshold: float, shards: ShardSet, next_docno: int = 0,
+                 paragraph_threshold: float = 1.0):
+        """``paragraph_threshold``: the share of removed text that drops a document (dedup.paragraphs: WARCs whose
+        rows carry paragraphs)."""
         self.layout = layout
         self.threshold = threshold
+        self.paragraph_threshold = paragraph_threshold
         self.shards = shards
         self.next_docno = next_docno  # documents indexed so far (all shards)
 
@@ -602,7 +631,10 @@ class Deduplicator:
         lay = self.layout
         inputs = [w.prepared(lay) for w in warcs]
         live = [i for i in inputs if i.n]
-        priors, overlay, table = self._query_round(live)
+        para = None
+        if any(i.paragraphs is not None for i in live):
+            para = RoundParagraphs([i.paragraphs for i in live], lay.route, lay.n_shards, self.paragraph_threshold)
+        priors, overlay, table = self._query_round(live, para)
         out, w = [], 0
         for inp in inputs:
             draft = _Draft(inp.n)
@@ -616,13 +648,20 @@ class Deduplicator:
             self._decide_alone(draft, warc, known)
             self._decide_in_order(draft, warc, known)
             kind = draft.kind
-            index = (kind == KEEP) | ((kind == NEAR) & lay.index_dups)
+            verdict = para.decide(w, kind == KEEP) if para is not None else None  # (of the documents kept)
+            kept = kind == KEEP if verdict is None else (kind == KEEP) & ~verdict.dropped
+            index = kept | ((kind == NEAR) & lay.index_dups)
             dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
             first = self.next_docno
-            n_kept, keyed = self._insert(inp.ordinal, index, dups, warc.stored)
+            n_kept, keyed = self._insert(inp.ordinal, index, dups, warc.stored,
+                                         None if verdict is None else para.parts(verdict.new))
             overlay.take(w, first, index, keyed, inp.keys.exact.size, warc.gids, warc.stored)
             kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
-            out.append(draft.decision(n_kept, RecordRows(index, dups if lay.index_dups else None)))
+            rows = RecordRows(index, dups if lay.index_dups else None, None if verdict is None else kind == KEEP)
+            if verdict is not None:
+                kind[verdict.dropped] = PARAGRAPHS
+            out.append(draft.decision(n_kept, rows))
+            out[-1].paragraphs = None if verdict is None else verdict.removed
             w += 1
         return out
 
@@ -723,8 +762,8 @@ class Deduplicator:
         """A document of this kind is in the index (a near candidate for the later ones)."""
         return kind == KEEP or (kind == NEAR and self.layout.index_dups)
 
-    def _query_round(self, inputs: list[_Input]) -> tuple[list[tuple[np.ndarray, np.ndarray]], RoundOverlay,
-                                                            KnownDocuments]:
+    def _query_round(self, inputs: list[_Input], para: RoundParagraphs | None = None
+                     ) -> tuple[list[tuple[np.ndarray, np.ndarray]], RoundOverlay, KnownDocuments]:
         """Ask every shard once about the round's keys: per WARC the indexed document (docno) each content and URL
         key (flat, looked up in the exact table) and each band key (flat) already names, or NO_MATCH; the overlay
         of the keys the round's WARCs share; the indexed documents those answers name."""
@@ -739,7 +778,9 @@ class Deduplicator:
                                                    strict=True)):
                 asked[s].append(Asked(inp.ordinal, e, b, ep, bp, inp.keys.exact.size))
             splits.append((e_split, b_split, [e.size for e in e_parts], [b.size for b in b_parts]))
-        answers = self.shards.query(asked) if inputs else []
+        answers = self.shards.query(asked, None if para is None else para.requests()) if inputs else []
+        if para is not None:
+            para.answers([a.paragraphs for a in answers])
         priors = []
         for w, (e_split, b_split, e_sizes, b_sizes) in enumerate(splits):
             priors.append((e_split.join([a.hits[w][0].expand(k) for a, k in zip(answers, e_sizes, strict=True)]),
@@ -762,12 +803,13 @@ class Deduplicator:
             sigs = split.join([some[:0] if sg is None else sg for _, sg in answers], some.dtype)
         return KnownDocuments(want, gids, sigs)
 
-    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None
-                ) -> tuple[int, np.ndarray]:
+    def _insert(self, ordinal: int, keep: np.ndarray, dups: np.ndarray, stored: np.ndarray | None,
+                paragraphs: list[np.ndarray] | None = None) -> tuple[int, np.ndarray]:
         """Number the indexed documents (``keep``) and have the shards insert them, from the keys they were
         asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed
         near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the WARC's
-        signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup."""
+        signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup. ``paragraphs``:
+        per shard, the paragraph keys the WARC made seen."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:
@@ -778,6 +820,8 @@ class Deduplicator:
         own_sigs = [None] * lay.n_shards
         if lay.verify and stored is not None:
             own_sigs = ShardSplit.of(lay.owner(docnos), lay.n_shards).parts(stored[keep])
-        self.shards.take([Taken.of(self.next_docno, keep, keyed, sg) for sg in own_sigs], ordinal)
+        paragraphs = paragraphs or [None] * lay.n_shards
+        self.shards.take([Taken.of(self.next_docno, keep, keyed, sg, p) for sg, p in zip(own_sigs, paragraphs,
+                                                                                          strict=True)], ordinal)
         self.next_docno += n_kept
         return n_kept, keyed

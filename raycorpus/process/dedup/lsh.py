@@ -282,3 +282,50 @@ class BandTable:
             repeat = ~first
             first_pos = pos[first][np.cumsum(first) - 1]
             out[pos[repeat]] = values[first_pos[repeat]]
+
+
+class KeySet:
+    """A set of uint64 keys (paragraph keys): one sorted array plus a sorted run of the latest inserts, merged into
+    it once the run reaches 1/16 of it (a merge of two sorted runs: timsort takes them as runs). 8 bytes a key, and
+    up to 1/16 more while the run fills (a merge briefly holds both copies). Not thread-safe."""
+
+    MIN_RUN = 4096
+
+    def __init__(self) -> None:
+        self._main = np.zeros(0, np.uint64)
+        self._run = np.zeros(0, np.uint64)
+
+    def __len__(self) -> int:
+        return int(self._main.size + self._run.size)
+
+    @property
+    def nbytes(self) -> int:
+        return self._main.nbytes + self._run.nbytes
+
+    def keys(self) -> np.ndarray:
+        """Every key, sorted."""
+        return np.sort(np.concatenate([self._main, self._run]), kind="stable")
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """A bool per key: it is in the set."""
+        keys = np.asarray(keys, np.uint64)
+        return in_sorted(self._main, keys) | in_sorted(self._run, keys)
+
+    def add(self, keys: np.ndarray) -> None:
+        """Add the keys (any order; ones already in the set are ignored)."""
+        keys = np.unique(np.asarray(keys, np.uint64))
+        keys = keys[~self.contains(keys)]
+        if not keys.size:
+            return
+        self._run = np.sort(np.concatenate([self._run, keys]), kind="stable")
+        if self._run.size >= max(self.MIN_RUN, self._main.size // 16):
+            self._main = np.sort(np.concatenate([self._main, self._run]), kind="stable")
+            self._run = np.zeros(0, np.uint64)
+
+
+def in_sorted(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """A bool per key: it is in ``table`` (sorted, unique)."""
+    if not table.size:
+        return np.zeros(keys.size, bool)
+    at = np.minimum(np.searchsorted(table, keys), table.size - 1)
+    return table[at] == keys

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raycorpus.process.dedup.arrays import ShardSplit
+from raycorpus.process.dedup.lsh import in_sorted
 from raycorpus.process.hashing import NGramHasher, nfkc
 
 # a whitespace run holding a line break (the definition; :func:`cuts` finds them faster)
@@ -102,6 +104,13 @@ class Paragraphs:
     counts: np.ndarray  # uint32 paragraphs per document (>= 1)
     keys: np.ndarray  # uint64 per paragraph: its key, 0 = too short to be removed
     chars: np.ndarray  # uint32 characters of each paragraph (its separator included)
+    tokens: np.ndarray | None = None  # uint32 tokens of each paragraph, once encoded (a document's EOS not counted)
+
+    @classmethod
+    def joined(cls, parts: Sequence[Paragraphs]) -> Paragraphs:
+        """The paragraphs of consecutive batches (a WARC's ranges, in order)."""
+        tokens = None if any(p.tokens is None for p in parts) else np.concatenate([p.tokens for p in parts])
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("counts", "keys", "chars")), tokens)
 
     @classmethod
     def of(cls, texts: Sequence[str], hasher: ParagraphHasher) -> tuple[Paragraphs, list[list[str]]]:
@@ -117,10 +126,21 @@ class Paragraphs:
         """The document (its position in the batch) of each paragraph."""
         return np.repeat(np.arange(self.counts.size), self.counts.astype(np.int64))
 
+    def removed_per_doc(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens, characters) each document loses with its ``removed`` paragraphs (int64 each)."""
+        n, doc = self.counts.size, self.doc_of[removed]
+        tokens = np.bincount(doc, weights=self.tokens[removed], minlength=n) if self.tokens is not None else np.zeros(n)
+        return tokens.astype(np.int64), np.bincount(doc, weights=self.chars[removed], minlength=n).astype(np.int64)
+
+    def rows(self, docs: np.ndarray) -> np.ndarray:
+        """A bool per paragraph: it is one of the documents ``docs`` marks (a bool per document)."""
+        return np.repeat(np.asarray(docs, bool), self.counts.astype(np.int64))
+
     def take(self, docs: np.ndarray) -> Paragraphs:
         """The paragraphs of the documents ``docs`` marks (a bool per document)."""
-        rows = np.repeat(docs, self.counts.astype(np.int64))
-        return Paragraphs(self.counts[docs], self.keys[rows], self.chars[rows])
+        rows = self.rows(docs)
+        return Paragraphs(self.counts[docs], self.keys[rows], self.chars[rows],
+                          None if self.tokens is None else self.tokens[rows])
 
 
 def seen_before(keys: np.ndarray, known: np.ndarray) -> np.ndarray:
@@ -170,3 +190,87 @@ class SeenParagraphs:
         removed = seen_before(paragraphs.keys, known)
         self.keys.update(int(k) for k in paragraphs.keys[paragraphs.keys != 0])
         return removed
+
+
+@dataclass(frozen=True)
+class ParagraphVerdict:
+    """One WARC's paragraph decision, over its decided documents' paragraphs (a row each)."""
+
+    removed: np.ndarray  # bool per paragraph: seen before (only those of documents document-level dedup kept)
+    dropped: np.ndarray  # bool per document: kept by document-level dedup, dropped for its share of removed text
+    new: np.ndarray  # uint64 keys this WARC makes seen (the index takes them), sorted
+
+
+class RoundParagraphs:
+    """The paragraph decisions of a round of WARCs (in manifest order) at the head: one question per shard for all
+    the round's keys (:meth:`requests`, answered by the shards' :meth:`~raycorpus.process.dedup.index.LshShard.seen`),
+    then each WARC decided in turn (:meth:`decide`) once document-level dedup has decided it, against the index and
+    the keys the round's earlier WARCs made seen."""
+
+    def __init__(self, batches: Sequence[Paragraphs], route, n_shards: int, threshold: float):
+        self.batches, self.threshold, self.route, self.n_shards = list(batches), threshold, route, n_shards
+        keys = [b.keys[b.keys != 0] for b in self.batches]
+        self.bounds = np.concatenate([[0], np.cumsum([k.size for k in keys])]).astype(np.int64)
+        self.flat = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
+        self.split = ShardSplit.of(route(self.flat), n_shards)
+        self.known = np.zeros(self.flat.size, bool)
+        self.taken = np.zeros(0, np.uint64)  # sorted: the keys the round's decided WARCs made seen
+
+    def requests(self) -> list[np.ndarray]:
+        """Per shard, the round's keys it holds (in order)."""
+        return self.split.parts(self.flat)
+
+    def answers(self, seen: list[np.ndarray]) -> None:
+        """The shards' answers to :meth:`requests`."""
+        self.known = self.split.join(seen, bool)
+
+    def decide(self, w: int, kept: np.ndarray) -> ParagraphVerdict:
+        """WARC ``w`` of the round, given which of its documents document-level dedup kept (a bool each)."""
+        p = self.batches[w]
+        rows = p.rows(kept) & (p.keys != 0)
+        known = np.zeros(p.keys.size, bool)
+        known[p.keys != 0] = self.known[self.bounds[w] : self.bounds[w + 1]]
+        known |= in_sorted(self.taken, p.keys)
+        removed = np.zeros(p.keys.size, bool)
+        removed[rows] = seen_before(p.keys[rows], known[rows])
+        new = np.unique(p.keys[rows & ~removed])  # (first occurrences, unknown before)
+        self.taken = np.union1d(self.taken, new)
+        share = removed_share(p, removed)
+        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new)
+
+    def parts(self, keys: np.ndarray) -> list[np.ndarray]:
+        """``keys`` (a WARC's :attr:`ParagraphVerdict.new`) cut by the shard each is routed to."""
+        return ShardSplit.of(self.route(keys), self.n_shards).parts(keys)
+
+
+@dataclass(frozen=True)
+class TokenCuts:
+    """The token spans a WARC's placed documents lose (their removed paragraphs): one row per span, by the
+    document's position among the WARC's decided documents and the span's token offsets within the document."""
+
+    doc: np.ndarray  # int64
+    start: np.ndarray  # int64
+    stop: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, paragraphs: Paragraphs, removed: np.ndarray, keep: np.ndarray) -> TokenCuts:
+        """The removed paragraphs of the documents ``keep`` marks (``paragraphs.tokens`` says where they are)."""
+        tokens = paragraphs.tokens.astype(np.int64)
+        ends = np.cumsum(tokens)
+        first = np.cumsum(paragraphs.counts.astype(np.int64)) - paragraphs.counts  # each document's first row
+        doc = paragraphs.doc_of
+        start = ends - tokens - np.concatenate([[0], ends])[first][doc]  # offset within its document
+        rows = paragraphs.rows(keep) & removed
+        return cls(doc[rows], start[rows], start[rows] + tokens[rows])
+
+    def __len__(self) -> int:
+        return int(self.doc.size)
+
+    def removed_per_doc(self, n: int) -> np.ndarray:
+        """Tokens each of ``n`` documents loses."""
+        return np.bincount(self.doc, weights=self.stop - self.start, minlength=n).astype(np.int64)
+
+    def rows(self, first: int, stop: int) -> list[list[int]]:
+        """The cuts of documents ``first <= doc < stop``, renumbered from ``first``: ``[[doc, start, stop], ...]``."""
+        sel = (self.doc >= first) & (self.doc < stop)
+        return np.stack([self.doc[sel] - first, self.start[sel], self.stop[sel]], axis=1).tolist()

@@ -195,7 +195,7 @@ def load_prior(shard, storage: Storage, prior: PriorIndex) -> int:
 
 def _slice(shard, request: tuple, prior: PriorIndex) -> tuple:
     """The part of one earlier shard file's inserts this shard owns, renumbered and with tagged ids."""
-    ek, e_no, bk, b_no, own_no, own_gids, own_sigs = request
+    ek, e_no, bk, b_no, own_no, own_gids, own_sigs = request[:7]  # (no paragraphs: not with dedup.against)
     lay, me, off = shard.layout, shard.index, np.uint64(prior.offset)
     e_no, b_no, own_no = (np.asarray(a, np.uint64) + off for a in (e_no, b_no, own_no))
     e, b, o = lay.route(ek) == me, lay.route(bk) == me, lay.owner(own_no) == me
@@ -207,7 +207,7 @@ def _in_commit_order(parts: list[tuple]) -> tuple:
     """Concatenated inserts sorted by docno (stable), as the earlier build inserted them: a table keeps the
     first document of a key, and a shard takes its documents in order."""
     out = []
-    for i in range(len(FIELDS)):
+    for i in range(FIELDS.index("paragraphs")):  # (no paragraphs: not with dedup.against)
         cols = [p[i] for p in parts if p[i] is not None]
         out.append(np.concatenate(cols) if cols else None)
     ek, e_no, bk, b_no, own_no, own_gids, own_sigs = out

@@ -26,6 +26,7 @@ import numpy as np
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.process.dedup.clusters import DupLinks
 from raycorpus.process.dedup.index import IndexRecord, Layout, RecordRows, decode_record, make_gids, record_name
+from raycorpus.process.dedup.paragraphs import Paragraphs
 
 BLOCK_WARCS = 16  # WARC ordinals per rows file
 
@@ -38,9 +39,16 @@ def keys_name(ordinal: int) -> str:
     return f"{ordinal:09d}.keys.npz"
 
 
-def encode_keys(hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | None, layout: Layout) -> bytes:
-    """The keys file of a WARC's decided documents (signatures with near dedup, URL keys with URL dedup)."""
+def encode_keys(hashes: np.ndarray, sigs: np.ndarray | None, urls: np.ndarray | None, layout: Layout,
+                paragraphs: Paragraphs | None = None) -> bytes:
+    """The keys file of a WARC's decided documents (signatures with near dedup, URL keys with URL dedup; with
+    dedup.paragraphs, each document's number of keyed paragraphs and their keys)."""
     arrays = {"hashes": np.asarray(hashes, np.uint64)}
+    if paragraphs is not None:
+        keyed = paragraphs.keys != 0
+        arrays["para_n"] = np.add.reduceat(keyed, np.cumsum(paragraphs.counts, dtype=np.int64) - paragraphs.counts,
+                                           dtype=np.uint32) if paragraphs.counts.size else np.zeros(0, np.uint32)
+        arrays["para_keys"] = paragraphs.keys[keyed]
     if layout.near and sigs is not None:
         arrays["sigs"] = np.asarray(sigs, np.uint32)
     if layout.url and urls is not None:
@@ -77,13 +85,19 @@ def decode_rows(data: bytes) -> RecordRows | None:
 def join_record(ordinal: int, rows: RecordRows, keys: bytes) -> IndexRecord:
     """The WARC's record from its rows and its keys file."""
     with np.load(io.BytesIO(keys)) as z:
-        hashes, sigs, urls = (z[k] if k in z.files else None for k in ("hashes", "sigs", "urls"))
+        hashes, sigs, urls, para_n, para_keys = (z[k] if k in z.files else None
+                                                 for k in ("hashes", "sigs", "urls", "para_n", "para_keys"))
     if hashes.size != rows.index.size:
         raise ValueError(f"WARC #{ordinal}: its dedup record names {rows.index.size} documents, its keys file has "
                          f"{hashes.size}")
     i = rows.index
+    seen = None
+    if rows.paragraphs is not None:
+        if para_n is None:
+            raise ValueError(f"WARC #{ordinal}: its dedup rows name paragraphs, its keys file has none")
+        seen = para_keys[np.repeat(rows.paragraphs, para_n.astype(np.int64))]
     return IndexRecord(make_gids(ordinal, i.size)[i], hashes[i], None if sigs is None else sigs[i],
-                       None if urls is None else urls[i], rows.near)
+                       None if urls is None else urls[i], rows.near, seen)
 
 
 def encode_block(rows: dict[int, RecordRows], links: dict[int, DupLinks] | None = None) -> bytes:
@@ -93,11 +107,15 @@ def encode_block(rows: dict[int, RecordRows], links: dict[int, DupLinks] | None 
     ordinals = sorted(rows)
     index = [np.packbits(np.asarray(rows[o].index, bool)) for o in ordinals]
     near = [np.packbits(np.asarray(rows[o].near, bool)) for o in ordinals if rows[o].near is not None]
+    seen = [np.packbits(np.asarray(rows[o].paragraphs, bool)) for o in ordinals if rows[o].paragraphs is not None]
     arrays = {"ordinals": np.array(ordinals, np.uint64),
               "n": np.array([rows[o].index.size for o in ordinals], np.uint64),
               "n_near": np.array([-1 if rows[o].near is None else rows[o].near.size for o in ordinals], np.int64),
               "index": np.concatenate(index or [np.zeros(0, np.uint8)]),
               "near": np.concatenate(near or [np.zeros(0, np.uint8)])}
+    if seen:  # dedup.paragraphs: the documents whose paragraphs were made seen (the rows of the others: -1)
+        arrays |= {"n_para": np.array([-1 if rows[o].paragraphs is None else rows[o].paragraphs.size
+                                       for o in ordinals], np.int64), "para": np.concatenate(seen)}
     if links is not None:
         arrays |= {"links_ordinals": np.array(linked, np.uint64),
                    "links_n": np.array([len(links[o]) for o in linked], np.uint64),
@@ -122,8 +140,10 @@ def decode_links(data: bytes) -> dict[int, DupLinks] | None:
 def decode_block(data: bytes) -> dict[int, RecordRows]:
     with np.load(io.BytesIO(data)) as z:
         ordinals, n, n_near, index, near = (z[k] for k in ("ordinals", "n", "n_near", "index", "near"))
-    out, at, at_near = {}, 0, 0
-    for ordinal, size, size_near in zip(ordinals.tolist(), n.tolist(), n_near.tolist(), strict=True):
+        n_para, para = (z["n_para"], z["para"]) if "n_para" in z.files else (np.full(n.size, -1), None)
+    out, at, at_near, at_para = {}, 0, 0, 0
+    for ordinal, size, size_near, size_para in zip(ordinals.tolist(), n.tolist(), n_near.tolist(), n_para.tolist(),
+                                                   strict=True):
         nbytes = -(-size // 8)
         bits = np.unpackbits(index[at : at + nbytes], count=size).astype(bool)
         at += nbytes
@@ -132,7 +152,12 @@ def decode_block(data: bytes) -> dict[int, RecordRows]:
             nbytes = -(-size_near // 8)
             near_bits = np.unpackbits(near[at_near : at_near + nbytes], count=size_near).astype(bool)
             at_near += nbytes
-        out[ordinal] = RecordRows(bits, near_bits)
+        seen = None
+        if size_para >= 0:
+            nbytes = -(-size_para // 8)
+            seen = np.unpackbits(para[at_para : at_para + nbytes], count=size_para).astype(bool)
+            at_para += nbytes
+        out[ordinal] = RecordRows(bits, near_bits, seen)
     return out
 
 

@@ -9,6 +9,22 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from raycorpus.process.dedup.minhash import PRESETS
 
 
+class ParagraphDedupConfig(BaseModel):
+    """``dedup.paragraphs``: paragraph-level dedup at commit (:mod:`raycorpus.process.dedup.paragraphs`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = Field(
+        False, description="remove every paragraph (line) seen before in manifest order, in a document that "
+        "document-level dedup kept (the first occurrence stays: Dolma's and DCLM's paragraph dedup, online); off by "
+        "default: on trafilatura-eval and the shared WARCs it removed no boilerplate snippet (docs/dedup.md)")
+    min_chars: int = Field(
+        32, ge=1, le=100_000, description="paragraphs of fewer word characters (what the normalised text keeps, "
+        "spaces not counted) are never removed: headings, dates, 'Read more'")
+    threshold: float = Field(
+        0.8, gt=0, le=1, description="a document whose removed paragraphs hold at least this share of its "
+        "characters is dropped whole (dedup:paragraphs), as DCLM's BFF drops a document at 0.8")
+
+
 class DedupConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     url: bool = Field(True, description="drop documents whose normalised URL (lowercase scheme and host, no "
@@ -78,6 +94,8 @@ class DedupConfig(BaseModel):
         "waiting for a node with its shard_resources / memory / CPUs to join; a shard not placed within seconds "
         "is reported, naming what it needs and the nodes that offer it; not part of the output")
 
+    paragraphs: ParagraphDedupConfig = Field(default_factory=ParagraphDedupConfig)
+
     @model_validator(mode="after")
     def _fits(self) -> DedupConfig:
         b, r = self.bands_rows
@@ -87,6 +105,11 @@ class DedupConfig(BaseModel):
             raise ValueError("against needs url, exact or near dedup on")
         if len(set(self.against)) != len(self.against):
             raise ValueError("against lists an output twice")
+        if self.paragraphs.enabled and not self.enabled:
+            raise ValueError("paragraphs needs url, exact or near dedup on (it runs on the documents they keep)")
+        if self.paragraphs.enabled and self.against:
+            raise ValueError("paragraphs does not read earlier outputs' paragraphs: set against or paragraphs, "
+                             "not both")
         return self
 
     @property

@@ -32,7 +32,9 @@ from raycorpus.ingest.storage import Storage, join_url
 
 MERGE_FANIN = 8
 FINISHED_LEVEL = 9  # the one file a finished build's shard holds (merges stop far below: 8**9 segments)
-FIELDS = ("exact_keys", "exact_docnos", "band_keys", "band_docnos", "own_docnos", "own_gids", "own_sigs")
+FIELDS = ("exact_keys", "exact_docnos", "band_keys", "band_docnos", "own_docnos", "own_gids", "own_sigs",
+          "paragraphs")
+OPTIONAL = ("own_sigs", "paragraphs")  # fields a file may lack (None when read)
 
 
 def shard_dir(dedup_url: str, index: int) -> str:
@@ -88,7 +90,7 @@ def encode_inserts(parts: list[tuple]) -> bytes:
 def decode_inserts(data: bytes) -> tuple:
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         empty = np.empty(0, np.uint64)
-        return tuple(z[name] if name in z.files else (None if name == "own_sigs" else empty) for name in FIELDS)
+        return tuple(z[name] if name in z.files else (None if name in OPTIONAL else empty) for name in FIELDS)
 
 
 def remove_unnamed(storage: Storage, dedup_url: str, named: list[ShardFiles]) -> list[str]:

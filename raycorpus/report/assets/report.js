@@ -181,6 +181,9 @@ function dedup(d) {
   const out = [el("div", {class: "row"}, el("div", {class: "chart"}, d.figures.map((f) => chart(f.id, f.figure))),
     el("div", {class: "numbers"}, table([["kind", "duplicates"], ["docs", "documents", "num"]],
       Object.entries(d.counts).map(([kind, docs]) => ({kind, docs})), "dedup-counts"),
+    d.paragraphs ? el("p", {class: "note", id: "dedup-paragraphs", text: `Paragraph dedup: ${fmt(d.paragraphs.removed)} `
+      + `of the kept documents' ${fmt(d.paragraphs.paragraphs)} paragraphs removed as seen before; `
+      + `${fmt(d.paragraphs.dropped)} documents dropped for them (kind "paragraphs")`}) : null,
     d.clusters ? [el("h3", {text: "Largest duplicate clusters"}), el("p", {class: "note", text:
       "Duplicates that named each document as their match (id <WARC>/<document>)" + (d.clusters_error ?
         `; counts are lower bounds, at most ${fmt(d.clusters_error)} short` : "")}),

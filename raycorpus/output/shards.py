@@ -280,7 +280,9 @@ class ShardPacker:
         index = np.arange(len(staged.lengths)) if keep is None else np.flatnonzero(keep)
         lengths = staged.lengths
         if cuts is not None:
-            lengths = lengths - cuts[0].removed_per_doc(cuts[1] + lengths.size)[cuts[1] :].astype(np.uint64)
+            first = cuts[1]
+            lengths = lengths - cuts[0].removed_per_doc(first + lengths.size)[first : first + lengths.size].astype(
+                np.uint64)
         lengths = lengths[index]
         ends = np.cumsum(lengths, dtype=np.uint64)
         doc, n = 0, len(lengths)

@@ -218,9 +218,11 @@ class Committer:
             decision.count_into(summary.counts, self.tag)
             verdict = DedupVerdict(decision, self.cfg.dedup.audit, self.cfg.dedup.against)
             record, links = None, DupLinks.of(decision)
-            if decision.indexed or len(links):
-                keys = None if payload.keys is not None or not decision.indexed else [item.dedup]
-                record = RecordSource(decision.rows if decision.indexed else None, keys, links if len(links) else None)
+            seen = decision.rows.paragraphs is not None and decision.rows.paragraphs.any()  # (keys the index took)
+            if decision.indexed or len(links) or seen:
+                keys = None if payload.keys is not None or not (decision.indexed or seen) else [item.dedup]
+                record = RecordSource(decision.rows if decision.indexed or seen else None, keys,
+                                      links if len(links) else None)
             cuts = None
             if decision.paragraphs is not None and decision.paragraphs.any():
                 cuts = TokenCuts.of(payload.paragraphs, decision.paragraphs, decision.keep)

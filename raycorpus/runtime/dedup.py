@@ -32,6 +32,8 @@ log = logging.getLogger("raycorpus")
 
 BYTES_PER_DOC = 510  # tables (URL keys included) + id + 192-byte OPH sketch per indexed document, measured (the
 # reservation basis): 240 presized / 299 grown + 200 at 1 M documents
+PARAGRAPH_BYTES_PER_DOC = 230  # dedup.paragraphs: ~27 distinct keyed paragraphs per indexed document (the bench
+# WARC's, docs/dedup.md) x 8.5 bytes in a shard's key set
 MIN_SHARD_MEMORY = 256 * 2**20
 RESTART_SECONDS = 120.0
 PLACEMENT_REPORT_SECONDS = 5.0  # a shard Ray has not placed by then is reported (Ray itself says nothing)
@@ -86,7 +88,8 @@ def shard_memory(cfg: Config, shards: int) -> int | None:
         return cfg.dedup.shard_memory
     if not cfg.dedup.expected_docs:
         return None
-    return max(MIN_SHARD_MEMORY, int(cfg.dedup.expected_docs / shards * BYTES_PER_DOC * 1.25))
+    per_doc = BYTES_PER_DOC + (PARAGRAPH_BYTES_PER_DOC if cfg.dedup.paragraphs.enabled else 0)
+    return max(MIN_SHARD_MEMORY, int(cfg.dedup.expected_docs / shards * per_doc * 1.25))
 
 
 
@@ -239,11 +242,13 @@ class DedupStage:
             report_at, warned = now + PLACEMENT_REPORT_EVERY, True
 
     def _indexed_since(self, first: int, end: int) -> list[int]:
-        """Committed WARCs ``first <= ordinal < end`` that added documents to the index (they have records)."""
+        """Committed WARCs ``first <= ordinal < end`` that added documents (or paragraph keys) to the index (they
+        have records)."""
         if first >= end:
             return []
-        return [e["ordinal"] for e in self.ledger.entries_since(first)
-                if e["ordinal"] < end and e["status"] == "committed" and e["counts"].get("dedup_indexed")]
+        return [e["ordinal"] for e in self.ledger.entries_since(first) if e["ordinal"] < end
+                and e["status"] == "committed" and (e["counts"].get("dedup_indexed") or e["counts"].get(
+                    "dedup_paragraphs"))]  # (a WARC whose kept documents all went for their paragraphs: keys only)
 
     def replace_lost(self, is_alive) -> int:
         """Start new actors for the dead ones from the last checkpoint (which the caller has just

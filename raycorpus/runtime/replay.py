@@ -35,6 +35,7 @@ from raycorpus.config import Config
 from raycorpus.ingest.storage import Storage
 from raycorpus.output.shards import WarcTokens, stage_tokens
 from raycorpus.output.summary import RunSummary
+from raycorpus.process.dedup.paragraphs import Paragraphs
 from raycorpus.process.hashing import fmix64
 from raycorpus.process.pipeline import WarcProcessor
 from raycorpus.process.profile import NO_BOUND, PASSED, WarcProfile, smallest
@@ -79,6 +80,16 @@ def replay_part(base: WarcResult, number: int, n_cached: int,
     return hashes, sigs, urls
 
 
+def replay_paragraphs(base: WarcResult, number: int, n_cached: int, hashes: np.ndarray) -> Paragraphs | None:
+    """Part ``number``'s paragraphs (dedup.paragraphs): those of a document replayed as new (its content hash
+    changed, ``hashes``) are new too."""
+    p = base.paragraphs
+    if p is None or number < n_cached:
+        return p
+    new = np.repeat(hashes != base.content_hashes, p.counts.astype(np.int64)) & (p.keys != 0)
+    return replace(p, keys=np.where(new, p.keys ^ (_mix(number + 1) | np.uint64(1)), p.keys))
+
+
 def replay_profile(base: WarcResult, number: int, n_cached: int) -> WarcProfile | None:
     """Part ``number``'s report profile: after the first pass over the cache, with its sample candidates
     keyed anew from the part's number, as documents of another WARC (their record ids) would be."""
@@ -94,11 +105,13 @@ def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> War
     """Replayed WARC ``ordinal``: parts ``ordinal * parts ...`` of the cache, joined."""
     t0 = time.perf_counter()
     docs, hashes, sigs, urls, tokens, lengths, counts, read = [], [], [], [], [], [], Counter(), 0
+    paragraphs = []
     for number in range(ordinal * plan.parts, (ordinal + 1) * plan.parts):
         base = cached[number % len(cached)]
         h, s, u = replay_part(base, number, len(cached), plan.dup_rate)
         docs += base.docs
         hashes.append(h)
+        paragraphs.append(replay_paragraphs(base, number, len(cached), h))
         if s is not None:
             sigs.append(s)
         if u is not None:
@@ -113,7 +126,7 @@ def replay_warc(cached: list[WarcResult], plan: ReplayPlan, ordinal: int) -> War
     return WarcResult(ordinal, f"replay://{ordinal}", docs, np.concatenate(hashes),
                       np.concatenate(sigs) if sigs else None, counts, read, time.perf_counter() - t0,
                       np.concatenate(tokens), np.concatenate(lengths), np.concatenate(urls) if urls else None,
-                      profile=profile)
+                      profile=profile, paragraphs=Paragraphs.joined(paragraphs) if paragraphs[0] is not None else None)
 
 
 @ray.remote

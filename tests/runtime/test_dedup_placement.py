@@ -125,3 +125,16 @@ def test_placement_timeout_must_be_a_positive_number(bad, tmp_path):
                                 "tokenizer": {"path": "t.json"}, "dedup": {"placement_timeout_seconds": bad}}))
     with pytest.raises(ConfigError, match="dedup.placement_timeout_seconds"):
         load_config(str(path))
+
+
+def test_a_shard_reserves_memory_for_paragraph_keys_when_paragraph_dedup_is_on():
+    from raycorpus.config import config_from_dict
+    from raycorpus.runtime.dedup import BYTES_PER_DOC, PARAGRAPH_BYTES_PER_DOC, shard_memory
+
+    raw = {"input": {"manifest": "m"}, "output": {"path": "o"}, "tokenizer": {"path": "t"},
+           "dedup": {"expected_docs": 100_000_000}}
+    off = shard_memory(config_from_dict(raw), 4)
+    raw["dedup"]["paragraphs"] = {"enabled": True}
+    on = shard_memory(config_from_dict(raw), 4)
+    assert off == int(25_000_000 * BYTES_PER_DOC * 1.25)
+    assert on == int(25_000_000 * (BYTES_PER_DOC + PARAGRAPH_BYTES_PER_DOC) * 1.25)

@@ -450,6 +450,7 @@ class Decision:
     verified: np.ndarray | None = None  # float32: the best Jaccard estimated for a near candidate (NaN: none)
     rows: RecordRows | None = None  # what the index took, over the decided documents (not spread by expand)
     paragraphs: np.ndarray | None = None  # dedup.paragraphs: a bool per paragraph of the documents, removed
+    paragraphs_decided: int = 0  # dedup.paragraphs: the paragraphs of the documents document-level dedup kept
 
     @property
     def keep(self) -> np.ndarray:
@@ -480,7 +481,7 @@ class Decision:
                     counts[ck.KEPT] -= n
         counts[ck.DEDUP_INDEXED] += self.indexed
         if self.paragraphs is not None:
-            counts[ck.DEDUP_PARAGRAPHS] += int(self.paragraphs.size)
+            counts[ck.DEDUP_PARAGRAPHS] += self.paragraphs_decided
             counts[ck.DEDUP_PARAGRAPHS_REMOVED] += int(np.count_nonzero(self.paragraphs))
 
 
@@ -661,7 +662,8 @@ class Deduplicator:
             if verdict is not None:
                 kind[verdict.dropped] = PARAGRAPHS
             out.append(draft.decision(n_kept, rows))
-            out[-1].paragraphs = None if verdict is None else verdict.removed
+            if verdict is not None:
+                out[-1].paragraphs, out[-1].paragraphs_decided = verdict.removed, verdict.decided
             w += 1
         return out
 

@@ -199,6 +199,7 @@ class ParagraphVerdict:
     removed: np.ndarray  # bool per paragraph: seen before (only those of documents document-level dedup kept)
     dropped: np.ndarray  # bool per document: kept by document-level dedup, dropped for its share of removed text
     new: np.ndarray  # uint64 keys this WARC makes seen (the index takes them), sorted
+    decided: int  # paragraphs of the documents document-level dedup kept (those this decision looked at)
 
 
 class RoundParagraphs:
@@ -236,7 +237,8 @@ class RoundParagraphs:
         new = np.unique(p.keys[rows & ~removed])  # (first occurrences, unknown before)
         self.taken = np.union1d(self.taken, new)
         share = removed_share(p, removed)
-        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new)
+        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new,
+                                int(np.count_nonzero(p.rows(kept))))
 
     def parts(self, keys: np.ndarray) -> list[np.ndarray]:
         """``keys`` (a WARC's :attr:`ParagraphVerdict.new`) cut by the shard each is routed to."""

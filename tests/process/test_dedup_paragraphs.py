@@ -164,7 +164,9 @@ def test_kept_tokens_drop_removed_paragraphs_and_dropped_documents_but_keep_each
 
 
 def random_warcs(n_warcs: int, seed: int = 5) -> list[tuple[np.ndarray, Paragraphs]]:
-    """WARCs of distinct documents (content hashes) whose paragraphs share keys from a small pool, some unkeyed."""
+    """WARCs whose documents' paragraphs share keys from a small pool (some unkeyed); one document in six is an exact
+    copy (its content hash) of an earlier one, which document-level dedup drops or (the earlier one dropped for its
+    paragraphs: not indexed) keeps."""
     rng = np.random.default_rng(seed)
     out, doc = [], 0
     for _ in range(n_warcs):
@@ -175,7 +177,10 @@ def random_warcs(n_warcs: int, seed: int = 5) -> list[tuple[np.ndarray, Paragrap
         keys[rng.random(m) < 0.15] = 0
         paragraphs = Paragraphs(counts, keys, rng.integers(1, 300, m).astype(np.uint32),
                                 rng.integers(0, 40, m).astype(np.uint32))
-        out.append((np.arange(doc, doc + n, dtype=np.uint64) + np.uint64(1 << 40), paragraphs))
+        hashes = np.arange(doc, doc + n, dtype=np.uint64) + np.uint64(1 << 40)
+        copies = rng.random(n) < 1 / 6
+        hashes[copies] = rng.integers(0, max(doc, 1), int(copies.sum())).astype(np.uint64) + np.uint64(1 << 40)
+        out.append((hashes, paragraphs))
         doc += n
     return out
 
@@ -194,19 +199,34 @@ def decide(warcs, shards: int, round_size: int):
     return out, local
 
 
+def reference_decisions(warcs, threshold: float):
+    """One document at a time: exact dedup against the indexed documents (kept, not dropped for their paragraphs)
+    and the WARC's earlier kept ones, then paragraphs against every paragraph of the kept documents before."""
+    seen, indexed, out = SeenParagraphs(), set(), []
+    for hashes, p in warcs:
+        kept, mine = np.zeros(hashes.size, bool), set()
+        for i, h in enumerate(hashes.tolist()):
+            kept[i] = h not in indexed and h not in mine
+            mine |= {h} if kept[i] else set()
+        removed = np.zeros(p.keys.size, bool)
+        removed[p.rows(kept)] = seen.decide(p.take(kept))
+        drop = kept & dropped(removed_share(p, removed), threshold)
+        indexed |= set(hashes[kept & ~drop].tolist())
+        out.append((removed, drop, kept))
+    return out
+
+
 def test_the_index_decides_paragraphs_as_the_reference_in_any_round_and_shard_count():
     warcs = random_warcs(40)
-    seen, want = SeenParagraphs(), []
-    for _, p in warcs:
-        removed = seen.decide(p)
-        want.append((removed, dropped(removed_share(p, removed), 0.6)))
-    assert sum(int(r.sum()) for r, _ in want) > 50 and sum(int(d.sum()) for _, d in want) > 3
+    want = reference_decisions(warcs, 0.6)
+    assert sum(int(r.sum()) for r, _, _ in want) > 50 and sum(int(d.sum()) for _, d, _ in want) > 3
+    assert sum(int((~k).sum()) for _, _, k in want) > 5  # exact copies dropped: their paragraphs are not seen
     for shards, round_size in ((1, 1), (1, 16), (3, 5), (4, 16)):
         decisions, _ = decide(warcs, shards, round_size)
-        for d, (removed, drop), (_, p) in zip(decisions, want, warcs, strict=True):
+        for d, (removed, drop, kept), (_, p) in zip(decisions, want, warcs, strict=True):
             assert np.array_equal(d.paragraphs, removed) if p.counts.size else d.paragraphs is None
             assert np.array_equal(d.kind == 7, drop)  # PARAGRAPHS
-            assert np.array_equal(d.rows.index, ~drop)  # the documents dropped for paragraphs are not indexed
+            assert np.array_equal(d.rows.index, kept & ~drop)  # the documents dropped for paragraphs: not indexed
 
 
 def test_a_shard_rebuilt_from_the_records_holds_the_same_paragraph_keys():

@@ -204,6 +204,25 @@ def _maybe_repeated(keys: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class ParagraphHits:
+    """A shard's answer for a round's paragraph keys routed to it (in manifest order): which of them the index holds,
+    and for each the position of the previous asked key equal to it (-1: none), so that the head follows a key's
+    occurrences in the round without sorting them itself."""
+
+    known: np.ndarray  # bool
+    previous: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, keys: np.ndarray, known: np.ndarray) -> ParagraphHits:
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+        again = np.flatnonzero(ranked[1:] == ranked[:-1]) + 1  # (stable: equal keys in asked order)
+        previous = np.full(keys.size, -1, np.int64)
+        previous[order[again]] = order[again - 1]
+        return cls(known, previous)
+
+
+@dataclass(frozen=True)
 class RoundHits:
     """A shard's answer for a round: per WARC its :class:`Hits` (content and URL keys, band keys), and the keys
     repeated across the round's WARCs (:class:`Repeats`), exact and band."""
@@ -211,7 +230,7 @@ class RoundHits:
     hits: Sequence[tuple[Hits, Hits]]  # (a Stacked: crosses from the shard in a few buffers)
     exact: Repeats
     bands: Repeats
-    paragraphs: np.ndarray | None = None  # with dedup.paragraphs: a bool per paragraph key asked, the shard has it
+    paragraphs: ParagraphHits | None = None  # with dedup.paragraphs: the answer for the round's paragraph keys
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from raycorpus.process.dedup.arrays import (
     Asked,
     Hits,
     KnownDocuments,
+    ParagraphHits,
     Repeats,
     RoundHits,
     ShardSplit,
@@ -263,9 +264,10 @@ class LshShard:
                 b_rep.append((asked.bands[miss], w, _positions(asked.band_pos, asked.bands.size)[miss]))
         return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep), self.seen(paragraphs))
 
-    def seen(self, paragraphs: np.ndarray | None) -> np.ndarray | None:
-        """A bool per paragraph key: an earlier WARC's kept document had it (None: no paragraph dedup)."""
-        return None if paragraphs is None else self.paragraphs.contains(paragraphs)
+    def seen(self, paragraphs: np.ndarray | None) -> ParagraphHits | None:
+        """Which of a round's paragraph keys (in manifest order) an earlier WARC's kept document had, and where each
+        occurred before in the round (None: no paragraph dedup)."""
+        return None if paragraphs is None else ParagraphHits.of(paragraphs, self.paragraphs.contains(paragraphs))
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
         """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:

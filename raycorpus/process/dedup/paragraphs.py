@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from raycorpus.process.dedup.arrays import ShardSplit
-from raycorpus.process.dedup.lsh import in_sorted
 from raycorpus.process.hashing import NGramHasher, nfkc
 
 # a whitespace run holding a line break (the definition; :func:`cuts` finds them faster)
@@ -204,9 +203,11 @@ class ParagraphVerdict:
 
 class RoundParagraphs:
     """The paragraph decisions of a round of WARCs (in manifest order) at the head: one question per shard for all
-    the round's keys (:meth:`requests`, answered by the shards' :meth:`~raycorpus.process.dedup.index.LshShard.seen`),
-    then each WARC decided in turn (:meth:`decide`) once document-level dedup has decided it, against the index and
-    the keys the round's earlier WARCs made seen."""
+    the round's keyed paragraphs (:meth:`requests`, answered by the shards'
+    :meth:`~raycorpus.process.dedup.index.LshShard.seen`: known, and each key's previous occurrence in the round),
+    then each WARC decided in turn (:meth:`decide`) once document-level dedup has decided it. A keyed paragraph of a
+    kept document is removed when the index knows its key or an earlier occurrence in the round (following the
+    previous occurrences back) is in a kept document: no sorting on the head."""
 
     def __init__(self, batches: Sequence[Paragraphs], route, n_shards: int, threshold: float):
         self.batches, self.threshold, self.route, self.n_shards = list(batches), threshold, route, n_shards
@@ -215,30 +216,47 @@ class RoundParagraphs:
         self.flat = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
         self.split = ShardSplit.of(route(self.flat), n_shards)
         self.known = np.zeros(self.flat.size, bool)
-        self.taken = np.zeros(0, np.uint64)  # sorted: the keys the round's decided WARCs made seen
+        self.previous = np.full(self.flat.size, -1, np.int64)
+        self.kept = np.zeros(self.flat.size, bool)  # the decided WARCs' keyed paragraphs of kept documents
 
     def requests(self) -> list[np.ndarray]:
         """Per shard, the round's keys it holds (in order)."""
         return self.split.parts(self.flat)
 
-    def answers(self, seen: list[np.ndarray]) -> None:
-        """The shards' answers to :meth:`requests`."""
-        self.known = self.split.join(seen, bool)
+    def answers(self, hits: list) -> None:
+        """The shards' :class:`~raycorpus.process.dedup.arrays.ParagraphHits` for :meth:`requests`."""
+        self.known = self.split.join([h.known for h in hits], bool)
+        previous = [h.previous if at is None else np.where(h.previous >= 0, at.astype(np.int64)[h.previous], -1)
+                    for h, at in zip(hits, self.split.positions(), strict=True)]  # (shard -> round positions)
+        self.previous = self.split.join(previous, np.int64)
 
     def decide(self, w: int, kept: np.ndarray) -> ParagraphVerdict:
         """WARC ``w`` of the round, given which of its documents document-level dedup kept (a bool each)."""
         p = self.batches[w]
-        rows = p.rows(kept) & (p.keys != 0)
-        known = np.zeros(p.keys.size, bool)
-        known[p.keys != 0] = self.known[self.bounds[w] : self.bounds[w + 1]]
-        known |= in_sorted(self.taken, p.keys)
+        keyed = p.keys != 0
+        a, b = self.bounds[w], self.bounds[w + 1]
+        mine = p.rows(kept)[keyed]
+        self.kept[a:b] = mine
+        earlier = self._kept_before(a, b)
         removed = np.zeros(p.keys.size, bool)
-        removed[rows] = seen_before(p.keys[rows], known[rows])
-        new = np.unique(p.keys[rows & ~removed])  # (first occurrences, unknown before)
-        self.taken = np.union1d(self.taken, new)
+        removed[keyed] = mine & (self.known[a:b] | earlier)
+        new = p.keys[keyed][mine & ~self.known[a:b] & ~earlier]  # (each a first kept occurrence)
         share = removed_share(p, removed)
         return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new,
                                 int(np.count_nonzero(p.rows(kept))))
+
+    def _kept_before(self, a: int, b: int) -> np.ndarray:
+        """For the round's rows ``a:b``, whether an earlier occurrence of the key is a kept document's."""
+        found = np.zeros(b - a, bool)
+        at = self.previous[a:b].copy()
+        todo = np.flatnonzero(at >= 0)
+        while todo.size:  # (each turn one occurrence further back; most keys occur once or twice)
+            hit = self.kept[at[todo]]
+            found[todo[hit]] = True
+            todo = todo[~hit]
+            at[todo] = self.previous[at[todo]]
+            todo = todo[at[todo] >= 0]
+        return found
 
     def parts(self, keys: np.ndarray) -> list[np.ndarray]:
         """``keys`` (a WARC's :attr:`ParagraphVerdict.new`) cut by the shard each is routed to."""

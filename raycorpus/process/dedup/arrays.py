@@ -213,9 +213,13 @@ class ParagraphHits:
     previous: np.ndarray  # int64
 
     @classmethod
-    def of(cls, keys: np.ndarray, known: np.ndarray) -> ParagraphHits:
+    def of(cls, keys: np.ndarray, contains) -> ParagraphHits:
+        """The answer for ``keys`` from ``contains`` (a bool per key of a sorted array: the index holds it), asked
+        in sorted order (a sorted lookup walks the index's array once)."""
         order = np.argsort(keys, kind="stable")
         ranked = keys[order]
+        known = np.empty(keys.size, bool)
+        known[order] = contains(ranked)
         again = np.flatnonzero(ranked[1:] == ranked[:-1]) + 1  # (stable: equal keys in asked order)
         previous = np.full(keys.size, -1, np.int64)
         previous[order[again]] = order[again - 1]

@@ -267,7 +267,7 @@ class LshShard:
     def seen(self, paragraphs: np.ndarray | None) -> ParagraphHits | None:
         """Which of a round's paragraph keys (in manifest order) an earlier WARC's kept document had, and where each
         occurred before in the round (None: no paragraph dedup)."""
-        return None if paragraphs is None else ParagraphHits.of(paragraphs, self.paragraphs.contains(paragraphs))
+        return None if paragraphs is None else ParagraphHits.of(paragraphs, self.paragraphs.contains)
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
         """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:

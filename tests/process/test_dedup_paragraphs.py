@@ -252,3 +252,24 @@ def test_a_shard_rebuilt_from_the_records_holds_the_same_paragraph_keys():
     for shard, original in zip(rebuilt, live.shards, strict=True):
         assert len(original.paragraphs) > 0
         assert np.array_equal(shard.paragraphs.keys(), original.paragraphs.keys())
+
+
+def test_a_line_on_thousands_of_pages_of_one_warc_most_of_them_duplicates():
+    """One key on 20,000 documents of a WARC, 20 of them kept by document-level dedup: the first kept one keeps it,
+    the 19 others lose it (the head follows the key's occurrences back by pointer jumping, not one by one)."""
+    from raycorpus.process.dedup.arrays import ParagraphHits
+    from raycorpus.process.dedup.paragraphs import RoundParagraphs
+
+    n = 20_000
+    keys = np.empty(2 * n, np.uint64)
+    keys[0::2], keys[1::2] = 7, np.arange(100, 100 + n, dtype=np.uint64)
+    p = Paragraphs(np.full(n, 2, np.uint32), keys, np.full(2 * n, 50, np.uint32), np.full(2 * n, 5, np.uint32))
+    round_ = RoundParagraphs([p], lambda k: np.zeros(k.size, np.intp), 1, 0.8)
+    round_.answers([ParagraphHits.of(round_.requests()[0], lambda k: np.zeros(k.size, bool))])
+    kept = np.zeros(n, bool)
+    kept[500::1000] = True
+    verdict = round_.decide(0, kept)
+    want = np.zeros(2 * n, bool)
+    want[2 * np.flatnonzero(kept)[1:]] = True
+    assert np.array_equal(verdict.removed, want)
+    assert sorted(verdict.new.tolist()) == sorted([7, *(100 + np.flatnonzero(kept)).tolist()])

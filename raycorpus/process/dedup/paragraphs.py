@@ -217,7 +217,8 @@ class RoundParagraphs:
         self.split = ShardSplit.of(route(self.flat), n_shards)
         self.known = np.zeros(self.flat.size, bool)
         self.previous = np.full(self.flat.size, -1, np.int64)
-        self.kept = np.zeros(self.flat.size, bool)  # the decided WARCs' keyed paragraphs of kept documents
+        self.anchor = np.full(self.flat.size, -1, np.int64)  # decided rows: the last occurrence of the key, at or
+        # before the row, in a kept document (-1: none)
 
     def requests(self) -> list[np.ndarray]:
         """Per shard, the round's keys it holds (in order)."""
@@ -236,8 +237,9 @@ class RoundParagraphs:
         keyed = p.keys != 0
         a, b = self.bounds[w], self.bounds[w + 1]
         mine = p.rows(kept)[keyed]
-        self.kept[a:b] = mine
-        earlier = self._kept_before(a, b)
+        self.anchor[a:b] = self._anchors(a, b, mine)
+        before = self.previous[a:b]
+        earlier = (before >= 0) & (self.anchor[np.maximum(before, 0)] >= 0)
         removed = np.zeros(p.keys.size, bool)
         removed[keyed] = mine & (self.known[a:b] | earlier)
         new = p.keys[keyed][mine & ~self.known[a:b] & ~earlier]  # (each a first kept occurrence)
@@ -245,18 +247,29 @@ class RoundParagraphs:
         return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new,
                                 int(np.count_nonzero(p.rows(kept))))
 
-    def _kept_before(self, a: int, b: int) -> np.ndarray:
-        """For the round's rows ``a:b``, whether an earlier occurrence of the key is a kept document's."""
-        found = np.zeros(b - a, bool)
-        at = self.previous[a:b].copy()
-        todo = np.flatnonzero(at >= 0)
-        while todo.size:  # (each turn one occurrence further back; most keys occur once or twice)
-            hit = self.kept[at[todo]]
-            found[todo[hit]] = True
-            todo = todo[~hit]
-            at[todo] = self.previous[at[todo]]
-            todo = todo[at[todo] >= 0]
-        return found
+    def _anchors(self, a: int, b: int, kept: np.ndarray) -> np.ndarray:
+        """The anchors of the round's rows ``a:b`` (one WARC's; ``kept``: of kept documents): a kept row is its own,
+        another the anchor of the key's previous occurrence. Pointer jumping inside the WARC, so a key repeated k
+        times in it takes ~log2(k) turns; an earlier WARC's anchor is final."""
+        out = np.where(kept, np.arange(a, b), -1)
+        ptr = self.previous[a:b].copy()
+        pending = ~kept & (ptr >= 0)
+        todo = np.flatnonzero(pending)
+        while todo.size:
+            at = ptr[todo]
+            gone = at < a  # (an earlier WARC's row: its anchor is known)
+            out[todo[gone]] = self.anchor[at[gone]]
+            pending[todo[gone]] = False
+            todo, q = todo[~gone], at[~gone] - a
+            ready = ~pending[q]
+            out[todo[ready]] = out[q[ready]]
+            pending[todo[ready]] = False
+            todo, q = todo[~ready], q[~ready]
+            ptr[todo] = ptr[q]  # (q's anchor is its previous occurrence's: jump there)
+            none = ptr[todo] < 0
+            pending[todo[none]] = False
+            todo = todo[~none]
+        return out
 
     def parts(self, keys: np.ndarray) -> list[np.ndarray]:
         """``keys`` (a WARC's :attr:`ParagraphVerdict.new`) cut by the shard each is routed to."""

@@ -31,6 +31,13 @@ def test_minimal_config_gets_defaults(tmp_path):
         ({"tokenizer": {"eos": "x"}}, "tokenizer", "set `path`"),
         ({"run": {"progress": "fancy"}}, "run.progress", "'auto', 'bar', 'log' or 'off'"),
         ({"storage": {"max_attempts": 0}}, "storage.max_attempts", "greater than or equal to 1"),
+        ({"dedup": {"paragraphs": {"enabled": True, "threshold": 0}}}, "dedup.paragraphs.threshold", "greater than 0"),
+        ({"dedup": {"paragraphs": {"enabled": True}, "url": False, "exact": False, "near": False}}, "dedup",
+         "paragraphs needs url, exact or near dedup on"),
+        ({"dedup": {"paragraphs": {"enabled": True}, "against": ["old"]}}, "dedup",
+         "paragraphs does not read earlier outputs' paragraphs"),
+        ({"dedup": {"paragraphs": {"enabled": True}}, "filters": {"mode": "tag"}}, "(top level)",
+         "dedup.paragraphs removes text, which tag mode keeps whole"),
     ],
 )
 def test_bad_fields_are_named(patch, field, expected):

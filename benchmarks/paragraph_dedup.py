@@ -1,5 +1,6 @@
 """Paragraph dedup's figures (issue 31, part 2), from its Ray-free core (raycorpus/process/dedup/paragraphs.py)
-on the documents a build decides: what it removes, what it costs a worker, and the head's array work per WARC.
+on the documents a build decides: what it removes and what it costs a worker (the head's cost is the commit-path
+replay's: ``raycorpus bench CONFIG WARC --commit-path`` with ``dedup.paragraphs`` on, docs/dedup.md).
 
 Usage (from the project's root, its venv active; ``../shared`` beside it)::
 
@@ -16,8 +17,6 @@ Usage (from the project's root, its venv active; ``../shared`` beside it)::
    often (to read).
 3. **Cost on a worker**: on the bench WARC's documents, tokenizing each whole document (today) against cutting it
    into paragraphs, keying them and tokenizing piece by piece, alternating A / B, the median of ``--runs``.
-4. **The head's array work per WARC** (the bench WARC as one WARC, against an index of ``--known`` keys): looking
-   its keys up in a sorted array and :func:`seen_before`; the shard calls that will carry them are not counted.
 
 Nothing here asserts a figure; they are printed (and written as JSON with ``--save``).
 """
@@ -42,7 +41,6 @@ from raycorpus.process.dedup.paragraphs import (
     SeenParagraphs,
     dropped,
     removed_share,
-    seen_before,
 )
 from raycorpus.process.dedup.settings import DedupConfig, ParagraphDedupConfig
 from raycorpus.process.dedup.sketch import Signer
@@ -79,9 +77,11 @@ class DocDedup:
         return decision.keep
 
 
-def paragraph_pass(batches: list[list[str]], min_chars: int, threshold: float) -> tuple[list[list[str]], Counter]:
-    """Each document's text after paragraph dedup ("" when dropped), batch by batch in order, and the counts."""
-    hasher, seen, counts, out = ParagraphHasher(min_chars), SeenParagraphs(), Counter(), []
+def paragraph_pass(batches: list[list[str]], min_chars: int, threshold: float
+                   ) -> tuple[list[list[str]], Counter, Counter]:
+    """Each document's text after paragraph dedup ("" when dropped), batch by batch in order, the counts, and the
+    removed paragraphs (their first 70 characters, whitespace collapsed) by how often."""
+    hasher, seen, counts, common, out = ParagraphHasher(min_chars), SeenParagraphs(), Counter(), Counter(), []
     for texts in batches:
         paras, split = Paragraphs.of(texts, hasher)
         removed = seen.decide(paras)
@@ -93,8 +93,9 @@ def paragraph_pass(batches: list[list[str]], min_chars: int, threshold: float) -
         for parts, d in zip(split, drop.tolist(), strict=True):
             gone, at = flags[at : at + len(parts)], at + len(parts)
             kept.append("" if d else "".join(p for p, r in zip(parts, gone, strict=True) if not r))
+            common.update(" ".join(p.split())[:70] for p, r in zip(parts, gone, strict=True) if r)
         out.append(kept)
-    return out, counts
+    return out, counts, common
 
 
 def labelled(min_chars: tuple[int, ...], thresholds: tuple[float, ...]) -> dict:
@@ -111,7 +112,7 @@ def labelled(min_chars: tuple[int, ...], thresholds: tuple[float, ...]) -> dict:
     rows = []
     for mc in min_chars:
         for th in thresholds:
-            after, counts = paragraph_pass([[t] for t, k in zip(texts, kept, strict=True) if k], mc, th)
+            after, counts, _ = paragraph_pass([[t] for t, k in zip(texts, kept, strict=True) if k], mc, th)
             flat = iter(a[0] for a in after)
             score = {h: np.zeros(4, int) for h in "AB"}
             for (f, _, item), k in zip(pages, kept, strict=True):
@@ -138,12 +139,7 @@ def warc_figures(paths: dict[str, Path], min_chars: int, threshold: float) -> di
         urls, texts = warc_documents(path)
         keep = DocDedup().keep(urls, texts) if texts else np.zeros(0, bool)
         kept = [t for t, k in zip(texts, keep.tolist(), strict=True) if k]
-        _, counts = paragraph_pass([kept], min_chars, threshold)
-        hasher, common = ParagraphHasher(min_chars), Counter()
-        paras, split = Paragraphs.of(kept, hasher)
-        removed = seen_before(paras.keys, np.zeros(paras.keys.size, bool))
-        flat = [p for parts in split for p in parts]
-        common.update(" ".join(flat[i].split())[:70] for i in np.flatnonzero(removed))
+        _, counts, common = paragraph_pass([kept], min_chars, threshold)
         out[name] = {"documents": len(texts), "kept by document dedup": int(keep.sum()), **dict(counts),
                      "removed most often": common.most_common(5)}
     return out
@@ -171,27 +167,11 @@ def worker_cost(texts: list[str], tokenizer: str, min_chars: int, runs: int) -> 
             "extra ms per document": round(per_doc["paragraphs"] - per_doc["whole"], 4)}
 
 
-def head_cost(texts: list[str], min_chars: int, known: int, runs: int) -> dict:
-    """ms per WARC of the head's array work: the WARC's keys looked up among ``known`` sorted keys, then
-    :func:`seen_before`."""
-    paras, _ = Paragraphs.of(texts, ParagraphHasher(min_chars))
-    index = np.sort(np.random.default_rng(0).integers(1, 2**63, known, dtype=np.uint64))
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        pos = np.searchsorted(index, paras.keys).clip(max=index.size - 1)
-        seen_before(paras.keys, index[pos] == paras.keys)
-        times.append(time.perf_counter() - t)
-    return {"paragraphs per WARC": int(paras.keys.size), "known keys": known,
-            "ms per WARC": round(statistics.median(times) * 1e3, 3)}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bench-warc", default="/tmp/bench.warc.gz")
     ap.add_argument("--tokenizer", default="/tmp/bench/tok.json")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--known", type=int, default=10_000_000)
     ap.add_argument("--save")
     args = ap.parse_args()
     report: dict = {"labelled": labelled(MIN_CHARS, THRESHOLDS)}
@@ -208,8 +188,7 @@ def main() -> int:
     print(json.dumps(report["warcs"], indent=1, ensure_ascii=False))
     _, texts = warc_documents(Path(args.bench_warc))
     report["worker"] = worker_cost(texts, args.tokenizer, chosen.min_chars, args.runs)
-    report["head"] = head_cost(texts, chosen.min_chars, args.known, args.runs)
-    print(json.dumps({k: report[k] for k in ("worker", "head")}, indent=1))
+    print(json.dumps(report["worker"], indent=1))
     if args.save:
         Path(args.save).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return 0

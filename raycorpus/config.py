@@ -235,7 +235,8 @@ class Config(_Model):
     @model_validator(mode="after")
     def _paragraphs_in_filter_mode(self) -> Config:
         if self.dedup.paragraphs.enabled and self.filters.mode == "tag":
-            raise ValueError("dedup.paragraphs removes text, which tag mode keeps whole: use filters.mode: filter")
+            raise ValueError("dedup.paragraphs removes text, which tag mode keeps whole: use filters.mode: filter, "
+                             "or turn it on in `raycorpus select` from the tag output")
         return self
 
     def fingerprint(self) -> str:

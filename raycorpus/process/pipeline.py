@@ -122,22 +122,7 @@ class WarcProcessor:
         return result
 
     def _encode(self, result: WarcResult, counts: Counter) -> None:
-        """Tokenize the documents; with paragraph dedup, cut each into its paragraphs, key them, and encode them
-        piece by piece (the same ids: see :mod:`raycorpus.process.dedup.paragraphs`)."""
-        clock = time.perf_counter_ns
-        texts = [d.text for d in result.docs]
-        if self.paragraphs is None:
-            t = clock()
-            result.tokens, result.lengths = self.encoder.encode(texts)
-            counts[TOKENIZE_NS] += clock() - t
-            return
-        t = clock()
-        paragraphs, pieces = Paragraphs.of(texts, self.paragraphs)
-        t_split = clock()
-        result.tokens, result.lengths, tokens = self.encoder.encode_pieces(pieces)
-        counts[PARAGRAPHS_NS] += t_split - t
-        counts[TOKENIZE_NS] += clock() - t_split
-        result.paragraphs = dataclasses.replace(paragraphs, tokens=tokens)
+        encode_result(result, self.encoder, self.paragraphs, counts)
 
     def _document(self, rec: HtmlRecord | TextRecord, counts: Counter, excluded: list[dict],
                   failed: list[tuple[str, str]] | None = None) -> Document | None:
@@ -215,3 +200,24 @@ class WarcProcessor:
 
     def _write_exclusions(self, ordinal: int, rows: list[dict]) -> None:
         write_jsonl_zst(self.storage, self.cfg.output.path, EXCLUSIONS_DIR, ordinal, rows)
+
+
+def encode_result(result: WarcResult, encoder: TokenEncoder, paragraphs: ParagraphHasher | None,
+                  counts: Counter | None = None) -> None:
+    """Tokenize the result's documents; with paragraph dedup (``paragraphs``), cut each into its paragraphs, key
+    them, and encode them piece by piece (the same ids: see :mod:`raycorpus.process.dedup.paragraphs`). ``counts``:
+    where the time goes (the chain's per-stage figures)."""
+    clock = time.perf_counter_ns
+    counts = Counter() if counts is None else counts
+    texts = [d.text for d in result.docs]
+    t = clock()
+    if paragraphs is None:
+        result.tokens, result.lengths = encoder.encode(texts)
+        counts[TOKENIZE_NS] += clock() - t
+        return
+    split, pieces = Paragraphs.of(texts, paragraphs)
+    t_split = clock()
+    result.tokens, result.lengths, tokens = encoder.encode_pieces(pieces)
+    counts[PARAGRAPHS_NS] += t_split - t
+    counts[TOKENIZE_NS] += clock() - t_split
+    result.paragraphs = dataclasses.replace(split, tokens=tokens)

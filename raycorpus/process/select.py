@@ -5,15 +5,15 @@ A tag-mode run keeps every document with every stage's signals and the reasons i
 re-decides each document under its own config's thresholds with the stages' own rules
 (:meth:`Filter.decide`), and gives, per WARC, exactly the :class:`WarcResult` a filter-mode worker
 with that config would have given: the kept documents (text, filter-mode metadata), their content
-hashes and MinHash signatures, the counters. Everything after that (dedup in manifest order,
-tokens, shards, formats, ledger) is the build's own machinery, so ``select(tag output, T)`` is
-byte-identical to a filter-mode ``run`` with ``T``.
+hashes and MinHash signatures, the counters; with paragraph dedup, the paragraphs cut and keyed from the
+text as the worker does. Everything after that (dedup in manifest order, tokens, shards, formats, ledger) is
+the build's own machinery, so ``select(tag output, T)`` is byte-identical to a filter-mode ``run`` with ``T``.
 
-A setting can change only if the record answers for it: a stage's ``thresholds`` (a signal
-compared with a limit), a stage that only reads the URL (run again on the URL), the tokenizer, the
-output, and dedup's decisions. Everything the documents' text or the recorded signals depend on
-(extraction, the chain, a rewriting stage such as ``pii``, dedup's signature settings) must be the
-tag run's: :func:`check_select_config` names the first that differs.
+A setting can change only if the record answers for it: a stage's ``thresholds`` (a signal compared with a
+limit), a stage that only reads the URL (run again on the URL), the tokenizer, the output, and dedup's
+decisions (``dedup.paragraphs`` too: on or off, its length and threshold). Everything the documents' text or
+the recorded signals depend on (extraction, the chain, a rewriting stage such as ``pii``, dedup's signature
+settings) must be the tag run's: :func:`check_select_config` names the first that differs.
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ from raycorpus.config import Config, ConfigError
 from raycorpus.ingest.storage import NotFound, Storage, join_url
 from raycorpus.output.docfiles import DOCUMENTS_DIR, read_jsonl_zst
 from raycorpus.output.ledger import RUN_FILE, Ledger
+from raycorpus.process.dedup.paragraphs import ParagraphHasher
 from raycorpus.process.dedup.urlkey import url_key
 from raycorpus.process.document import Document
 from raycorpus.process.filters import Filter, FiltersConfig
 from raycorpus.process.filters.base import FILTER_RULES
 from raycorpus.process.filters.multilingual import language_settings, table_labels
 from raycorpus.process.filters.registry import stages
+from raycorpus.process.pipeline import encode_result
 from raycorpus.process.profile import ProfileRecorder, SampleBounds
 from raycorpus.process.results import WarcResult
 from raycorpus.process.tagrecord import (
@@ -55,7 +57,7 @@ FREE = ("output", "tokenizer", "filters.mode", "filters.exclusions", "warc.max_a
         "warc.retry_backoff_seconds", "warc.timeout_seconds", "dedup.enabled", "dedup.exact", "dedup.preset",
         "dedup.bands", "dedup.rows", "dedup.verify", "dedup.threshold", "dedup.signature_bits", "dedup.shards",
         "dedup.expected_docs", "dedup.audit", "dedup.shard_memory", "dedup.shard_cpus", "dedup.shard_resources",
-        "dedup.placement_timeout_seconds")
+        "dedup.placement_timeout_seconds", "dedup.paragraphs")
 TAG_ONLY = ("id", "would_drop", "dedup")  # metadata a tag-mode output adds (ids are given again)
 
 
@@ -224,6 +226,8 @@ class SelectProcessor:
         self.signal_keys = _signal_filter(tagged, [cls for cls, _, _ in self.text_stages])
         self.near = cfg.dedup.near
         self.url_dedup = cfg.dedup.url
+        d = cfg.dedup.paragraphs
+        self.paragraphs = ParagraphHasher(d.min_chars) if d.enabled else None
         # (stage index, language) -> its settings with FineWeb-2's values for the language, None if the same
         self.languages: dict[tuple[int, str], Any] | None = {} if cfg.filters.language_defaults == "fineweb2" else None
 
@@ -261,8 +265,8 @@ class SelectProcessor:
         result = WarcResult(ordinal, url, out, rec.hashes[kept].astype(np.uint64), sigs, counts, rec.bytes_read, 0.0)
         if self.url_dedup:  # the filter-mode worker's keys: the documents' URLs as the record gave them
             result.url_hashes = np.array([url_key(d.url) for d in out], dtype=np.uint64)
-        if self.encoder is not None:
-            result.tokens, result.lengths = self.encoder.encode([d.text for d in out])
+        if self.encoder is not None:  # (with paragraph dedup, as the filter-mode worker cuts and keys them)
+            encode_result(result, self.encoder, self.paragraphs)
         if recorder is not None:
             result.profile = recorder.finish(result.lengths)
         result.seconds = time.perf_counter() - t0

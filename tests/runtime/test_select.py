@@ -17,7 +17,7 @@ from raycorpus.ingest.storage import Storage
 from raycorpus.output.ledger import Ledger
 from raycorpus.output.verify import format_checks, verify_output
 from raycorpus.process.select import SelectError, check_select_config, open_source
-from tests.support.corpus import make_config, run
+from tests.support.corpus import make_config, run, shard_digests
 
 # thresholds that differ from the defaults in several stages (each changes which pages are kept here)
 T = {
@@ -92,6 +92,31 @@ def test_select_is_byte_identical_to_a_filter_run_with_its_thresholds(crawl, tag
     checks = verify_output(Storage(), str(tmp_path / "select"))
     assert all(c.ok for c in checks), format_checks(checks)
 
+
+
+def test_select_turns_on_paragraph_dedup_with_its_own_threshold_byte_identical_to_a_filter_run(crawl, tagged,
+                                                                                             tmp_path):
+    """A tag output keeps text whole; select cuts and keys the paragraphs of what it keeps, as the filter-mode
+    worker does, and decides them in manifest order with select's own length and threshold."""
+    c, tok = crawl
+    outs = {}
+    for threshold in (0.3, 0.9):
+        dedup = {"paragraphs": {"enabled": True, "min_chars": 16, "threshold": threshold}}
+        filter_out, select_out = tmp_path / f"filter{threshold}", tmp_path / f"select{threshold}"
+        filtered = run(make_config(str(c.manifest_path), str(filter_out), tok, output=OUTPUT, filters=T, dedup=dedup))
+        selected = select(make_config(str(c.manifest_path), str(select_out), tok, output=OUTPUT, filters=T,
+                                      dedup=dedup), tagged)
+        assert counts(selected) == counts(filtered)
+        assert selected["dedup_paragraphs"] == filtered["dedup_paragraphs"]
+        assert selected["dedup_paragraphs"]["removed"] > 0
+        assert digests(select_out) == digests(filter_out)
+        assert shard_digests(select_out) == shard_digests(filter_out)  # the cluster sizes too
+        checks = verify_output(Storage(), str(select_out))
+        assert all(c.ok for c in checks), format_checks(checks)
+        outs[threshold] = selected
+    low, high = (outs[t]["docs"]["dropped"].get("dedup:paragraphs", 0) for t in (0.3, 0.9))
+    assert low > high  # the threshold is select's: a lower one drops more documents
+    assert outs[0.3]["tokens"] < outs[0.9]["tokens"]
 
 
 # every language kept: the de/fr/es/ru/ja/zh pages run with FineWeb-2's settings for their language

@@ -197,14 +197,20 @@ def sections() -> list[tuple[str, list[dict]]]:
         ]),
         ("Dedup", [
             timeseries("Dedup rate", "Share of the documents reaching the dedup decision that were dropped as "
-                       "duplicates (exact and near), total and by reason.",
+                       "duplicates (URL, exact, near, paragraphs), total and by reason.",
                        [target(f"sum({rate('raycorpus_docs_dropped_total', DEDUP_DROPPED)})"
                                f" / sum({rate('raycorpus_dedup_checked_total')})", "all duplicates"),
                         target(f"sum by (reason) ({rate('raycorpus_docs_dropped_total', DEDUP_DROPPED)})"
                                f" / ignoring (reason) group_left sum({rate('raycorpus_dedup_checked_total')})",
-                               "{{reason}}")], unit="percentunit", width=12),
+                               "{{reason}}")], unit="percentunit", width=8),
+            timeseries("Paragraphs removed", "With dedup.paragraphs: share of the paragraphs of the documents "
+                       "document-level dedup kept that were removed as seen before (the documents dropped for "
+                       "them are in the dedup rate, reason paragraphs).",
+                       [target(f"sum({rate('raycorpus_dedup_paragraphs_removed_total')})"
+                               f" / sum({rate('raycorpus_dedup_paragraphs_total')})", "paragraphs removed")],
+                       unit="percentunit", width=8),
             timeseries("LSH index size", "Documents held by the LSH index (in the LSH shard actors).",
-                       [target(f"max({series('raycorpus_lsh_indexed_docs')})", "indexed documents")], width=12),
+                       [target(f"max({series('raycorpus_lsh_indexed_docs')})", "indexed documents")], width=8),
         ]),
         ("Workers", [
             timeseries("Workers vs cluster CPUs", "Extraction workers ready in the pool, and the CPUs of the Ray "

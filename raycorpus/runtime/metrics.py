@@ -62,6 +62,10 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     # dedup (driver)
     MetricSpec("raycorpus_dedup_checked_total", "counter", "documents that reached the dedup decision"),
     MetricSpec("raycorpus_lsh_indexed_docs", "gauge", "documents held by the LSH index"),
+    MetricSpec("raycorpus_dedup_paragraphs_total", "counter",
+               "dedup.paragraphs: paragraphs of the documents document-level dedup kept"),
+    MetricSpec("raycorpus_dedup_paragraphs_removed_total", "counter",
+               "dedup.paragraphs: paragraphs removed, seen before in manifest order"),
     # latency (workers)
     MetricSpec("raycorpus_warc_seconds", "histogram", "seconds a worker spent processing one WARC",
                (), _SECONDS),
@@ -149,6 +153,8 @@ class Metrics:
         if ck.DEDUP_INDEXED in counts:  # filter mode: kept + dedup drops; tag mode: every kept document
             dups = sum(n for k, n in drops.items() if k.name == "dedup")
             add["raycorpus_dedup_checked_total", ()] += counts[ck.KEPT] + dups
+        add["raycorpus_dedup_paragraphs_total", ()] += counts[ck.DEDUP_PARAGRAPHS]
+        add["raycorpus_dedup_paragraphs_removed_total", ()] += counts[ck.DEDUP_PARAGRAPHS_REMOVED]
 
     def _record_committed(self) -> None:
         for (name, tags), n in self._committed.items():

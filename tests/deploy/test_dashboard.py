@@ -284,8 +284,8 @@ FINAL_STATE = 'ray_raycorpus_warcs{state="committed"} == 4'
 @pytest.mark.slow
 def test_every_panel_shows_data_from_a_real_build(dashboard, tmp_path):
     """A build on a real Ray node (one WARC unreadable: retried then failed; every first GET of the HTTP server
-    fails: storage retries; the crawl has exact and near copies), scraped by a real Prometheus: every panel
-    expression of the dashboard, with the variables set as Grafana would, has data."""
+    fails: storage retries; the crawl has exact and near copies and shared paragraphs), scraped by a real
+    Prometheus: every panel expression of the dashboard, with the variables set as Grafana would, has data."""
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus not installed (Debian package prometheus)")
     crawl = make_crawl(tmp_path / "warcs", n_warcs=4, pages=30)
@@ -308,6 +308,8 @@ def test_every_panel_shows_data_from_a_real_build(dashboard, tmp_path):
             "warc": {"retry_backoff_seconds": 0.1, "max_attempts": 2},
             "storage": {"backoff_seconds": 0.05},
             "run": {"checkpoint_interval_seconds": 0, "progress": "off", "failure_budget": 1},
+            # (the sample crawl's pages share lines of 16+ word characters: the paragraph series have data)
+            "dedup": {"paragraphs": {"enabled": True, "min_chars": 16}},
         }))
         start = time.time()
         # The driver runs the CLI's build and then stays connected until told to exit: Ray stops exporting a
@@ -375,3 +377,8 @@ def test_every_panel_shows_data_from_a_real_build(dashboard, tmp_path):
         funnel = {(("reason", reason.partition(":")[2] or reason), ("stage", reason.partition(":")[0])): n
                   for reason, n in summary["docs"]["dropped"].items()}
         assert shown("Kept and dropped (runs in the time range)") == {(): summary["docs"]["kept"], **funnel}
+        assert summary["dedup_paragraphs"]["removed"] > 0
+        for series, field in (("paragraphs", "paragraphs"), ("paragraphs_removed", "removed")):
+            query = f'sum(ray_raycorpus_dedup_{series}_total{{output="{out}"}})'
+            assert _last_values(prom.query_range(query, start, time.time(), step=1)) == {
+                (): summary["dedup_paragraphs"][field]}

@@ -103,16 +103,6 @@ def load_staged(storage: Storage, out_url: str, file: str) -> tuple[np.ndarray, 
         return z["tokens"], z["lengths"]
 
 
-def _piece_cuts(cuts: tuple[TokenCuts, int], ranges: list[list[int]]) -> list[list[int]]:
-    """The cuts (of a WARC, its file's first document ``cuts[1]``) of the documents a piece's ``ranges`` hold, by
-    their position in the file."""
-    return [c for a, b in ranges for c in _shifted(cuts[0].rows(cuts[1] + a, cuts[1] + b), a)]
-
-
-def _shifted(rows: list[list[int]], by: int) -> list[list[int]]:
-    return [[doc + by, start, stop] for doc, start, stop in rows]
-
-
 def kept_ranges(index: np.ndarray) -> list[list[int]]:
     """Sorted document indices as ``[start, stop)`` runs: ``[0, 1, 2, 5, 6] -> [[0, 3], [5, 7]]``."""
     if not len(index):
@@ -283,6 +273,7 @@ class ShardPacker:
             first = cuts[1]
             lengths = lengths - cuts[0].removed_per_doc(first + lengths.size)[first : first + lengths.size].astype(
                 np.uint64)
+            cut_at, cut_rows = cuts[0].in_file(first, index)  # (by the kept documents' order: a slice per piece)
         lengths = lengths[index]
         ends = np.cumsum(lengths, dtype=np.uint64)
         doc, n = 0, len(lengths)
@@ -294,7 +285,7 @@ class ShardPacker:
             k = min(int(np.searchsorted(ends, (ends[doc - 1] if doc else 0) + room, side="left")) + 1, n)
             self._note_source(ordinal, warc, k - doc)
             piece = {"file": staged.file, "ranges": kept_ranges(index[doc:k])}
-            if cuts is not None and (mine := _piece_cuts(cuts, piece["ranges"])):
+            if cuts is not None and (mine := cut_rows[slice(*np.searchsorted(cut_at, (doc, k)))].tolist()):
                 piece["cuts"] = mine
             self.state.pieces.append(piece)
             self.state.open_docs += k - doc

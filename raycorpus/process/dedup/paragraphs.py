@@ -303,7 +303,13 @@ class TokenCuts:
         """Tokens each of ``n`` documents loses."""
         return np.bincount(self.doc, weights=self.stop - self.start, minlength=n).astype(np.int64)
 
-    def rows(self, first: int, stop: int) -> list[list[int]]:
-        """The cuts of documents ``first <= doc < stop``, renumbered from ``first``: ``[[doc, start, stop], ...]``."""
-        sel = (self.doc >= first) & (self.doc < stop)
-        return np.stack([self.doc[sel] - first, self.start[sel], self.stop[sel]], axis=1).tolist()
+    def in_file(self, first: int, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cuts of the documents ``index`` of a staged file (sorted positions in the file; ``first``: the file's
+        first document in the WARC): each cut's place in ``index``, and its row ``[position in the file, start,
+        stop]`` (int64, in order)."""
+        local = self.doc - first
+        if not index.size:
+            return np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+        at = np.searchsorted(index, local)
+        hit = (at < index.size) & (index[np.minimum(at, index.size - 1)] == local)
+        return at[hit], np.stack([local[hit], self.start[hit], self.stop[hit]], axis=1)

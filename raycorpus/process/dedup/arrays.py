@@ -205,12 +205,14 @@ def _maybe_repeated(keys: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ParagraphHits:
-    """A shard's answer for a round's paragraph keys routed to it (in manifest order): which of them the index holds,
-    and for each the position of the previous asked key equal to it (-1: none), so that the head follows a key's
-    occurrences in the round without sorting them itself."""
+    """A shard's answer for a round's paragraph keys routed to it (in manifest order), sparse: the asked keys that the
+    index holds or that were asked before in the round (the others, most of them, are new and not listed), each with
+    whether the index holds it and the position of the previous asked key equal to it (-1: none), so that the head
+    follows a key's occurrences in the round without sorting the keys itself."""
 
-    known: np.ndarray  # bool
-    previous: np.ndarray  # int64
+    rows: np.ndarray  # int64 positions among the asked keys, ascending
+    known: np.ndarray  # bool per row
+    previous: np.ndarray  # int64 per row
 
     @classmethod
     def of(cls, keys: np.ndarray, contains) -> ParagraphHits:
@@ -218,12 +220,14 @@ class ParagraphHits:
         in sorted order (a sorted lookup walks the index's array once)."""
         order = np.argsort(keys, kind="stable")
         ranked = keys[order]
-        known = np.empty(keys.size, bool)
-        known[order] = contains(ranked)
-        again = np.flatnonzero(ranked[1:] == ranked[:-1]) + 1  # (stable: equal keys in asked order)
-        previous = np.full(keys.size, -1, np.int64)
-        previous[order[again]] = order[again - 1]
-        return cls(known, previous)
+        known = contains(ranked)
+        again = np.zeros(keys.size, bool)
+        np.equal(ranked[1:], ranked[:-1], out=again[1:])  # (stable: equal keys in asked order)
+        at = np.flatnonzero(known | again)
+        previous = np.where(again[at], order[at - 1], -1)
+        rows = order[at]
+        by_row = np.argsort(rows)
+        return cls(rows[by_row].astype(np.int64), known[at][by_row], previous[by_row].astype(np.int64))
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,8 @@ class Layout:
 
 def _modulo(a: np.ndarray, n: int) -> np.ndarray:
     """``a % n`` (uint64) as positions; a power of two (the usual shard count) without a division (~5x faster)."""
+    if n == 1:  # (zeros cost no pass over the keys)
+        return np.zeros(a.size, np.intp)
     if n & (n - 1) == 0:
         return (a & np.uint64(n - 1)).astype(np.intp)
     return (a % np.uint64(n)).astype(np.intp)

@@ -121,15 +121,42 @@ class Paragraphs:
         return cls(counts, np.concatenate(keys) if keys else np.zeros(0, np.uint64), chars), split
 
     @property
+    def bounds(self) -> np.ndarray:
+        """Each document's first paragraph (row), and the end: ``counts.size + 1`` int64."""
+        out = np.zeros(self.counts.size + 1, np.int64)
+        np.cumsum(self.counts, out=out[1:])
+        return out
+
+    @property
+    def first(self) -> np.ndarray:
+        """Each document's first paragraph (row)."""
+        return self.bounds[:-1]
+
+    def shares(self, rows: np.ndarray, doc: np.ndarray) -> np.ndarray:
+        """Per document, the share of its characters in the paragraphs ``rows`` (``doc``: each one's document; float64,
+        0 where none, as :func:`removed_share`), in passes over those rows and the documents that hold them."""
+        share = np.zeros(self.counts.size)
+        if rows.size:
+            gone = np.bincount(doc, weights=self.chars[rows], minlength=self.counts.size)
+            some = np.flatnonzero(gone)
+            sums = np.zeros(self.keys.size + 1, np.int64)
+            np.cumsum(self.chars, out=sums[1:])
+            bounds = self.bounds
+            total = sums[bounds[some + 1]] - sums[bounds[some]]
+            share[some] = np.divide(gone[some], total, out=np.zeros(some.size), where=total > 0)
+        return share
+
+    @property
     def doc_of(self) -> np.ndarray:
         """The document (its position in the batch) of each paragraph."""
         return np.repeat(np.arange(self.counts.size), self.counts.astype(np.int64))
 
     def removed_per_doc(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(tokens, characters) each document loses with its ``removed`` paragraphs (int64 each)."""
-        n, doc = self.counts.size, self.doc_of[removed]
-        tokens = np.bincount(doc, weights=self.tokens[removed], minlength=n) if self.tokens is not None else np.zeros(n)
-        return tokens.astype(np.int64), np.bincount(doc, weights=self.chars[removed], minlength=n).astype(np.int64)
+        rows = np.flatnonzero(removed)
+        n, doc = self.counts.size, np.searchsorted(self.first, rows, side="right") - 1
+        tokens = np.bincount(doc, weights=self.tokens[rows], minlength=n) if self.tokens is not None else np.zeros(n)
+        return tokens.astype(np.int64), np.bincount(doc, weights=self.chars[rows], minlength=n).astype(np.int64)
 
     def rows(self, docs: np.ndarray) -> np.ndarray:
         """A bool per paragraph: it is one of the documents ``docs`` marks (a bool per document)."""
@@ -204,21 +231,26 @@ class ParagraphVerdict:
 class RoundParagraphs:
     """The paragraph decisions of a round of WARCs (in manifest order) at the head: one question per shard for all
     the round's keyed paragraphs (:meth:`requests`, answered by the shards'
-    :meth:`~raycorpus.process.dedup.index.LshShard.seen`: known, and each key's previous occurrence in the round),
-    then each WARC decided in turn (:meth:`decide`) once document-level dedup has decided it. A keyed paragraph of a
-    kept document is removed when the index knows its key or an earlier occurrence in the round (following the
-    previous occurrences back) is in a kept document: no sorting on the head."""
+    :meth:`~raycorpus.process.dedup.index.LshShard.seen`: the keys the index holds or the round repeats, each with its
+    previous occurrence in the round), then each WARC decided in turn (:meth:`decide`) once document-level dedup has
+    decided it. A keyed paragraph of a kept document is removed when the index knows its key or an earlier occurrence
+    in the round (following the previous occurrences back) is in a kept document. The head sorts nothing, and
+    beyond a few passes over a WARC's paragraphs it works only on the keys the shards listed (the known and repeated
+    ones, and the occurrences those name)."""
 
     def __init__(self, batches: Sequence[Paragraphs], route, n_shards: int, threshold: float):
         self.batches, self.threshold, self.route, self.n_shards = list(batches), threshold, route, n_shards
-        keys = [b.keys[b.keys != 0] for b in self.batches]
-        self.bounds = np.concatenate([[0], np.cumsum([k.size for k in keys])]).astype(np.int64)
+        self.keyed = [np.flatnonzero(b.keys) for b in self.batches]  # each WARC's keyed paragraphs (rows)
+        self.bounds = np.concatenate([[0], np.cumsum([k.size for k in self.keyed])]).astype(np.int64)
+        keys = [b.keys[k] for b, k in zip(self.batches, self.keyed, strict=True)]
         self.flat = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
         self.split = ShardSplit.of(route(self.flat), n_shards)
-        self.known = np.zeros(self.flat.size, bool)
-        self.previous = np.full(self.flat.size, -1, np.int64)
-        self.anchor = np.full(self.flat.size, -1, np.int64)  # decided rows: the last occurrence of the key, at or
-        # before the row, in a kept document (-1: none)
+        # the listed rows and the occurrences they name (round positions, ascending), each one's answer (known, its
+        # previous occurrence as an index into ``wanted``) and, once decided, its anchor: the last occurrence of the
+        # key at or before it in a kept document (an index into ``wanted``; -1: none)
+        self.wanted = np.zeros(0, np.int64)
+        self.known, self.previous = np.zeros(0, bool), np.zeros(0, np.int64)
+        self.anchor = np.zeros(0, np.int64)
 
     def requests(self) -> list[np.ndarray]:
         """Per shard, the round's keys it holds (in order)."""
@@ -226,41 +258,57 @@ class RoundParagraphs:
 
     def answers(self, hits: list) -> None:
         """The shards' :class:`~raycorpus.process.dedup.arrays.ParagraphHits` for :meth:`requests`."""
-        self.known = self.split.join([h.known for h in hits], bool)
-        previous = [h.previous if at is None else np.where(h.previous >= 0, at.astype(np.int64)[h.previous], -1)
-                    for h, at in zip(hits, self.split.positions(), strict=True)]  # (shard -> round positions)
-        self.previous = self.split.join(previous, np.int64)
+        rows, previous = [], []
+        for h, at in zip(hits, self.split.positions(), strict=True):  # (shard positions -> round positions)
+            at = None if at is None else at.astype(np.int64)
+            rows.append(h.rows if at is None else at[h.rows])
+            previous.append(h.previous if at is None else np.where(h.previous >= 0, at[np.maximum(h.previous, 0)], -1))
+        rows, previous = np.concatenate(rows), np.concatenate(previous)
+        known = np.concatenate([h.known for h in hits])
+        mark = np.zeros(self.flat.size, bool)
+        mark[rows] = True
+        mark[previous[previous >= 0]] = True
+        self.wanted = np.flatnonzero(mark)
+        at = np.searchsorted(self.wanted, rows)
+        self.known = np.zeros(self.wanted.size, bool)
+        self.known[at] = known
+        self.previous = np.full(self.wanted.size, -1, np.int64)
+        self.previous[at] = np.where(previous >= 0, np.searchsorted(self.wanted, previous), -1)
+        self.anchor = np.full(self.wanted.size, -1, np.int64)
 
     def decide(self, w: int, kept: np.ndarray) -> ParagraphVerdict:
         """WARC ``w`` of the round, given which of its documents document-level dedup kept (a bool each)."""
-        p = self.batches[w]
-        keyed = p.keys != 0
-        a, b = self.bounds[w], self.bounds[w + 1]
-        mine = p.rows(kept)[keyed]
-        self.anchor[a:b] = self._anchors(a, b, mine)
-        before = self.previous[a:b]
+        p, keyed, a = self.batches[w], self.keyed[w], self.bounds[w]
+        lo, hi = np.searchsorted(self.wanted, (a, self.bounds[w + 1]))
+        rows = keyed[self.wanted[lo:hi] - a]  # (the WARC's listed paragraphs)
+        doc = np.searchsorted(p.first, rows, side="right") - 1
+        mine = kept[doc]
+        self.anchor[lo:hi] = self._anchors(lo, hi, mine)
+        before = self.previous[lo:hi]
         earlier = (before >= 0) & (self.anchor[np.maximum(before, 0)] >= 0)
+        gone = mine & (self.known[lo:hi] | earlier)
         removed = np.zeros(p.keys.size, bool)
-        removed[keyed] = mine & (self.known[a:b] | earlier)
-        new = p.keys[keyed][mine & ~self.known[a:b] & ~earlier]  # (each a first kept occurrence)
-        share = removed_share(p, removed)
-        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), new,
-                                int(np.count_nonzero(p.rows(kept))))
+        removed[rows[gone]] = True
+        fresh = np.repeat(kept, np.diff(np.searchsorted(keyed, p.bounds)))  # keyed paragraphs of kept documents
+        fresh[self.wanted[lo:hi][gone] - a] = False
+        share = p.shares(rows[gone], doc[gone])
+        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold),
+                                self.flat[a : self.bounds[w + 1]][fresh], int(p.counts[kept].sum()))
 
-    def _anchors(self, a: int, b: int, kept: np.ndarray) -> np.ndarray:
-        """The anchors of the round's rows ``a:b`` (one WARC's; ``kept``: of kept documents): a kept row is its own,
-        another the anchor of the key's previous occurrence. Pointer jumping inside the WARC, so a key repeated k
+    def _anchors(self, lo: int, hi: int, kept: np.ndarray) -> np.ndarray:
+        """The anchors of ``wanted[lo:hi]`` (one WARC's listed rows; ``kept``: of kept documents): a kept row is its
+        own, another the anchor of the key's previous occurrence. Pointer jumping inside the WARC, so a key repeated k
         times in it takes ~log2(k) turns; an earlier WARC's anchor is final."""
-        out = np.where(kept, np.arange(a, b), -1)
-        ptr = self.previous[a:b].copy()
+        out = np.where(kept, np.arange(lo, hi), -1)
+        ptr = self.previous[lo:hi].copy()
         pending = ~kept & (ptr >= 0)
         todo = np.flatnonzero(pending)
         while todo.size:
             at = ptr[todo]
-            gone = at < a  # (an earlier WARC's row: its anchor is known)
+            gone = at < lo  # (an earlier WARC's row: its anchor is known)
             out[todo[gone]] = self.anchor[at[gone]]
             pending[todo[gone]] = False
-            todo, q = todo[~gone], at[~gone] - a
+            todo, q = todo[~gone], at[~gone] - lo
             ready = ~pending[q]
             out[todo[ready]] = out[q[ready]]
             pending[todo[ready]] = False
@@ -288,13 +336,15 @@ class TokenCuts:
     @classmethod
     def of(cls, paragraphs: Paragraphs, removed: np.ndarray, keep: np.ndarray) -> TokenCuts:
         """The removed paragraphs of the documents ``keep`` marks (``paragraphs.tokens`` says where they are)."""
-        tokens = paragraphs.tokens.astype(np.int64)
-        ends = np.cumsum(tokens)
-        first = np.cumsum(paragraphs.counts.astype(np.int64)) - paragraphs.counts  # each document's first row
-        doc = paragraphs.doc_of
-        start = ends - tokens - np.concatenate([[0], ends])[first][doc]  # offset within its document
-        rows = paragraphs.rows(keep) & removed
-        return cls(doc[rows], start[rows], start[rows] + tokens[rows])
+        rows = np.flatnonzero(removed)
+        first = paragraphs.first
+        doc = np.searchsorted(first, rows, side="right") - 1
+        rows, doc = rows[keep[doc]], doc[keep[doc]]
+        ends = np.zeros(paragraphs.keys.size + 1, np.int64)
+        if rows.size:
+            np.cumsum(paragraphs.tokens, out=ends[1:])
+        start = ends[rows] - ends[first[doc]]  # offset within its document
+        return cls(doc.astype(np.int64), start, ends[rows + 1] - ends[first[doc]])
 
     def __len__(self) -> int:
         return int(self.doc.size)

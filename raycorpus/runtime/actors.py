@@ -209,12 +209,10 @@ class LshShardActor(Measured):
         documents the whole index held then (``docnos``: the next docno)."""
         return {"docnos": self.docnos, **self.read}
 
-    def query(self, round_: list[Asked], insert: list[tuple[int, Taken]] | None = None,
-              paragraphs: np.ndarray | None = None):
-        """The hits of a round's keys (:meth:`LshShard.query`; ``paragraphs``: its paragraph keys routed here),
-        after the earlier WARCs' ``insert`` if any."""
+    def query(self, round_: list[Asked], insert: list[tuple[int, Taken]] | None = None):
+        """The hits of a round's keys (:meth:`LshShard.query`), after the earlier WARCs' ``insert`` if any."""
         self._take(insert)
-        return self.shard.query(round_, paragraphs)
+        return self.shard.query(round_)
 
     def documents(self, docnos: np.ndarray):
         return self.shard.documents(docnos)

@@ -61,11 +61,10 @@ class RayShards:
     def forget_pending(self) -> None:
         self.pending = [[] for _ in self.actors]
 
-    def query(self, requests, paragraphs=None):
+    def query(self, requests):
         inserts = self.take_pending()
-        paragraphs = paragraphs or [None] * len(self.actors)
-        return ray.get([a.query.remote(Stacked(r), insert=i, paragraphs=p)
-                        for a, r, i, p in zip(self.actors, requests, inserts, paragraphs, strict=True)])
+        return ray.get([a.query.remote(Stacked(r), insert=i) for a, r, i in zip(self.actors, requests, inserts,
+                                                                                   strict=True)])
 
     def documents(self, requests):
         return ray.get([a.documents.remote(r) for a, r in zip(self.actors, requests, strict=True)])

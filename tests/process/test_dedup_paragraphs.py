@@ -265,11 +265,11 @@ def test_a_line_on_thousands_of_pages_of_one_warc_most_of_them_duplicates():
     keys[0::2], keys[1::2] = 7, np.arange(100, 100 + n, dtype=np.uint64)
     p = Paragraphs(np.full(n, 2, np.uint32), keys, np.full(2 * n, 50, np.uint32), np.full(2 * n, 5, np.uint32))
     round_ = RoundParagraphs([p], lambda k: np.zeros(k.size, np.intp), 1, 0.8)
-    round_.answers([ParagraphHits.of(round_.requests()[0], lambda k: np.zeros(k.size, bool))])
+    round_.answers([ParagraphHits.of(round_.asked(0)[0], lambda k: np.zeros(k.size, bool))])
     kept = np.zeros(n, bool)
     kept[500::1000] = True
     verdict = round_.decide(0, kept)
     want = np.zeros(2 * n, bool)
     want[2 * np.flatnonzero(kept)[1:]] = True
     assert np.array_equal(verdict.removed, want)
-    assert sorted(verdict.new.tolist()) == sorted([7, *(100 + np.flatnonzero(kept)).tolist()])
+    assert sorted(round_.flat[verdict.fresh].tolist()) == sorted([7, *(100 + np.flatnonzero(kept)).tolist()])

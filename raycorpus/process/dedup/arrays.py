@@ -67,6 +67,7 @@ class Asked:
     exact_pos: np.ndarray | None  # each one's position among the WARC's content keys, then URL keys (None: all)
     band_pos: np.ndarray | None  # each one's position in the WARC's flattened ``(docs, bands)`` band keys (None: all)
     contents: int  # the WARC's content keys (0: exact dedup off): URL key positions follow them
+    paragraphs: np.ndarray | None = None  # dedup.paragraphs: the WARC's paragraph keys routed here (uint64, in order)
 
 
 def group_starts(sorted_keys: np.ndarray) -> np.ndarray:
@@ -94,7 +95,7 @@ class Taken:
     index: np.ndarray  # np.packbits: the document is taken (indexed)
     keyed: np.ndarray  # np.packbits: it inserts its content and URL keys (not an indexed near duplicate)
     own_sigs: np.ndarray | None
-    paragraphs: np.ndarray | None = None  # with dedup.paragraphs: the new paragraph keys the shard takes (uint64)
+    paragraphs: np.ndarray | None = None  # dedup.paragraphs, np.packbits: which of its asked paragraph keys are new
 
     @classmethod
     def of(cls, first: int, index: np.ndarray, keyed: np.ndarray, own_sigs: np.ndarray | None,

@@ -248,12 +248,12 @@ class LshShard:
         self._n = 0  # owned documents
         self._asked: dict[int, Asked] = {}  # the keys of the WARCs queried and not taken yet, by ordinal
 
-    def query(self, round_: Sequence[Asked], paragraphs: np.ndarray | None = None) -> RoundHits:
+    def query(self, round_: Sequence[Asked]) -> RoundHits:
         """Which keys an earlier document has, and its docno, for each WARC of a round (in manifest order); the
         keys are kept for each WARC's :meth:`take`. A key the index lacks that several of the round's WARCs hold
         is listed in the answer's repeats: the head inserts it for the later ones (the shard takes the earlier
-        WARC's documents only after the round is decided). ``paragraphs``: the round's paragraph keys routed here,
-        answered with :meth:`seen`."""
+        WARC's documents only after the round is decided). The round's paragraph keys routed here (dedup.paragraphs)
+        are answered with :meth:`seen`."""
         hits, e_rep, b_rep = [], [], []
         for w, asked in enumerate(round_):
             self._asked[asked.ordinal] = asked
@@ -264,12 +264,14 @@ class LshShard:
                 e_rep.append((asked.exact[miss], w, _positions(asked.exact_pos, asked.exact.size)[miss]))
                 miss = bands == NO_MATCH
                 b_rep.append((asked.bands[miss], w, _positions(asked.band_pos, asked.bands.size)[miss]))
-        return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep), self.seen(paragraphs))
+        return RoundHits(Stacked(hits), _repeats(e_rep), _repeats(b_rep), self.seen(round_))
 
-    def seen(self, paragraphs: np.ndarray | None) -> ParagraphHits | None:
+    def seen(self, round_: Sequence[Asked]) -> ParagraphHits | None:
         """Which of a round's paragraph keys (in manifest order) an earlier WARC's kept document had, and where each
         occurred before in the round (None: no paragraph dedup)."""
-        return None if paragraphs is None else ParagraphHits.of(paragraphs, self.paragraphs.contains)
+        if not round_ or round_[0].paragraphs is None:
+            return None
+        return ParagraphHits.of(np.concatenate([a.paragraphs for a in round_]), self.paragraphs.contains)
 
     def take(self, taken: Taken, ordinal: int) -> tuple:
         """The insert request (see :meth:`insert`) of what the index took of WARC ``ordinal``, queried before:
@@ -288,8 +290,11 @@ class LshShard:
         mine = docnos[index]
         own = self.layout.owner(mine) == self.index
         gids = make_gids(ordinal, taken.n)[index][own]
+        paragraphs = None
+        if taken.paragraphs is not None:  # (the new ones among the asked)
+            paragraphs = a.paragraphs[np.unpackbits(taken.paragraphs, count=a.paragraphs.size).view(bool)]
         return (a.exact[e_sel], docnos[e_doc[e_sel]], a.bands[b_sel], docnos[b_doc[b_sel]], mine[own], gids,
-                taken.own_sigs, taken.paragraphs)
+                taken.own_sigs, paragraphs)
 
     def documents(self, docnos: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(gids, signatures or None) of owned documents."""
@@ -395,8 +400,7 @@ def _repeats(parts: list[tuple[np.ndarray, int, np.ndarray]]) -> Repeats:
 class ShardSet(Protocol):
     """N shards, called together: local objects in-process, actors in the runtime."""
 
-    def query(self, requests: Sequence[Sequence[Asked]],
-              paragraphs: Sequence[np.ndarray] | None = None) -> list[RoundHits]: ...
+    def query(self, requests: Sequence[Sequence[Asked]]) -> list[RoundHits]: ...
     def documents(self, requests: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
     def take(self, requests: Sequence[Taken], ordinal: int) -> None: ...
 
@@ -407,9 +411,8 @@ class LocalShards:
     def __init__(self, layout: Layout, expected_docs: int = 0):
         self.shards = [LshShard(layout, i, expected_docs) for i in range(layout.n_shards)]
 
-    def query(self, requests, paragraphs=None):
-        paragraphs = paragraphs or [None] * len(self.shards)
-        return [s.query(r, p) for s, r, p in zip(self.shards, requests, paragraphs, strict=True)]
+    def query(self, requests):
+        return [s.query(r) for s, r in zip(self.shards, requests, strict=True)]
 
     def documents(self, requests):
         return [s.documents(r) for s, r in zip(self.shards, requests, strict=True)]
@@ -659,7 +662,7 @@ class Deduplicator:
             dups = (kind == NEAR)[index]  # indexed near duplicates: band keys and sketch only
             first = self.next_docno
             n_kept, keyed = self._insert(inp.ordinal, index, dups, warc.stored,
-                                         None if verdict is None else para.parts(verdict.new))
+                                         None if verdict is None else para.taken(w, verdict.fresh))
             overlay.take(w, first, index, keyed, inp.keys.exact.size, warc.gids, warc.stored)
             kind[(kind != KEEP) & is_prior(draft.dup_of)] += PRIOR  # the match is an earlier output's (after the index)
             rows = RecordRows(index, dups if lay.index_dups else None, None if verdict is None else kind == KEEP)
@@ -776,15 +779,16 @@ class Deduplicator:
         lay, n_sh = self.layout, self.layout.n_shards
         asked: list[list[Asked]] = [[] for _ in range(n_sh)]
         splits = []
-        for inp in inputs:
+        for w, inp in enumerate(inputs):
             exact, flat = np.concatenate([inp.keys.exact, inp.keys.url]), inp.keys.bands.ravel()
             e_split, b_split = ShardSplit.of(lay.route(exact), n_sh), ShardSplit.of(lay.route(flat), n_sh)
             e_parts, b_parts = e_split.parts(exact), b_split.parts(flat)
-            for s, (e, b, ep, bp) in enumerate(zip(e_parts, b_parts, e_split.positions(), b_split.positions(),
-                                                   strict=True)):
-                asked[s].append(Asked(inp.ordinal, e, b, ep, bp, inp.keys.exact.size))
+            paragraphs = [None] * n_sh if para is None else para.asked(w)
+            for s, (e, b, ep, bp, p) in enumerate(zip(e_parts, b_parts, e_split.positions(), b_split.positions(),
+                                                      paragraphs, strict=True)):
+                asked[s].append(Asked(inp.ordinal, e, b, ep, bp, inp.keys.exact.size, p))
             splits.append((e_split, b_split, [e.size for e in e_parts], [b.size for b in b_parts]))
-        answers = self.shards.query(asked, None if para is None else para.requests()) if inputs else []
+        answers = self.shards.query(asked) if inputs else []
         if para is not None:
             para.answers([a.paragraphs for a in answers])
         priors = []
@@ -815,7 +819,7 @@ class Deduplicator:
         asked about; return how many, and which documents insert content and URL keys (``keyed``). The indexed
         near duplicates (``dups``, over the indexed ones) insert no content or URL key. ``stored``: the WARC's
         signatures as verification keeps them (:meth:`Layout.stored`), None without near dedup. ``paragraphs``:
-        per shard, the paragraph keys the WARC made seen."""
+        per shard, which of the WARC's paragraph keys it was asked about are new (:meth:`RoundParagraphs.taken`)."""
         lay = self.layout
         n_kept = int(keep.sum())
         if self.next_docno + n_kept > _MAX_DOCNO:

@@ -224,19 +224,20 @@ class ParagraphVerdict:
 
     removed: np.ndarray  # bool per paragraph: seen before (only those of documents document-level dedup kept)
     dropped: np.ndarray  # bool per document: kept by document-level dedup, dropped for its share of removed text
-    new: np.ndarray  # uint64 keys this WARC makes seen (the index takes them), sorted
+    fresh: np.ndarray  # bool per keyed paragraph: its key is one this WARC makes seen (the index takes it)
     decided: int  # paragraphs of the documents document-level dedup kept (those this decision looked at)
 
 
 class RoundParagraphs:
     """The paragraph decisions of a round of WARCs (in manifest order) at the head: one question per shard for all
-    the round's keyed paragraphs (:meth:`requests`, answered by the shards'
+    the round's keyed paragraphs (:meth:`asked`, with the WARCs' document keys; answered by the shards'
     :meth:`~raycorpus.process.dedup.index.LshShard.seen`: the keys the index holds or the round repeats, each with its
     previous occurrence in the round), then each WARC decided in turn (:meth:`decide`) once document-level dedup has
     decided it. A keyed paragraph of a kept document is removed when the index knows its key or an earlier occurrence
     in the round (following the previous occurrences back) is in a kept document. The head sorts nothing, and
     beyond a few passes over a WARC's paragraphs it works only on the keys the shards listed (the known and repeated
-    ones, and the occurrences those name)."""
+    ones, and the occurrences those name). A shard keeps the keys it was asked about until the WARC is decided and
+    takes the new ones from bits (:meth:`taken`): the keys cross from the head once."""
 
     def __init__(self, batches: Sequence[Paragraphs], route, n_shards: int, threshold: float):
         self.batches, self.threshold, self.route, self.n_shards = list(batches), threshold, route, n_shards
@@ -245,6 +246,8 @@ class RoundParagraphs:
         keys = [b.keys[k] for b, k in zip(self.batches, self.keyed, strict=True)]
         self.flat = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
         self.split = ShardSplit.of(route(self.flat), n_shards)
+        self.parts, self.positions = self.split.parts(self.flat), self.split.positions()
+        self.slices = [self.bounds if at is None else np.searchsorted(at, self.bounds) for at in self.positions]
         # the listed rows and the occurrences they name (round positions, ascending), each one's answer (known, its
         # previous occurrence as an index into ``wanted``) and, once decided, its anchor: the last occurrence of the
         # key at or before it in a kept document (an index into ``wanted``; -1: none)
@@ -252,14 +255,21 @@ class RoundParagraphs:
         self.known, self.previous = np.zeros(0, bool), np.zeros(0, np.int64)
         self.anchor = np.zeros(0, np.int64)
 
-    def requests(self) -> list[np.ndarray]:
-        """Per shard, the round's keys it holds (in order)."""
-        return self.split.parts(self.flat)
+    def asked(self, w: int) -> list[np.ndarray]:
+        """Per shard, WARC ``w``'s keys it holds (in order): the shard keeps them for :meth:`taken`."""
+        return [part[at[w] : at[w + 1]] for part, at in zip(self.parts, self.slices, strict=True)]
+
+    def taken(self, w: int, fresh: np.ndarray) -> list[np.ndarray]:
+        """Per shard, which of WARC ``w``'s keys it was asked about are new (``fresh``: a bool per keyed paragraph of
+        the WARC, :attr:`ParagraphVerdict.fresh`), as bits: the keys do not cross from the head a second time."""
+        a = self.bounds[w]
+        return [np.packbits(fresh if at is None else fresh[at[cut[w] : cut[w + 1]] - a])
+                for at, cut in zip(self.positions, self.slices, strict=True)]
 
     def answers(self, hits: list) -> None:
         """The shards' :class:`~raycorpus.process.dedup.arrays.ParagraphHits` for :meth:`requests`."""
         rows, previous = [], []
-        for h, at in zip(hits, self.split.positions(), strict=True):  # (shard positions -> round positions)
+        for h, at in zip(hits, self.positions, strict=True):  # (shard positions -> round positions)
             at = None if at is None else at.astype(np.int64)
             rows.append(h.rows if at is None else at[h.rows])
             previous.append(h.previous if at is None else np.where(h.previous >= 0, at[np.maximum(h.previous, 0)], -1))
@@ -269,11 +279,12 @@ class RoundParagraphs:
         mark[rows] = True
         mark[previous[previous >= 0]] = True
         self.wanted = np.flatnonzero(mark)
-        at = np.searchsorted(self.wanted, rows)
+        index_of = np.cumsum(mark, dtype=np.int32) - 1  # (a round position's index in ``wanted``)
+        at = index_of[rows]
         self.known = np.zeros(self.wanted.size, bool)
         self.known[at] = known
         self.previous = np.full(self.wanted.size, -1, np.int64)
-        self.previous[at] = np.where(previous >= 0, np.searchsorted(self.wanted, previous), -1)
+        self.previous[at] = np.where(previous >= 0, index_of[np.maximum(previous, 0)], -1)
         self.anchor = np.full(self.wanted.size, -1, np.int64)
 
     def decide(self, w: int, kept: np.ndarray) -> ParagraphVerdict:
@@ -292,8 +303,8 @@ class RoundParagraphs:
         fresh = np.repeat(kept, np.diff(np.searchsorted(keyed, p.bounds)))  # keyed paragraphs of kept documents
         fresh[self.wanted[lo:hi][gone] - a] = False
         share = p.shares(rows[gone], doc[gone])
-        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold),
-                                self.flat[a : self.bounds[w + 1]][fresh], int(p.counts[kept].sum()))
+        return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), fresh,
+                                int(p.counts[kept].sum()))
 
     def _anchors(self, lo: int, hi: int, kept: np.ndarray) -> np.ndarray:
         """The anchors of ``wanted[lo:hi]`` (one WARC's listed rows; ``kept``: of kept documents): a kept row is its
@@ -318,11 +329,6 @@ class RoundParagraphs:
             pending[todo[none]] = False
             todo = todo[~none]
         return out
-
-    def parts(self, keys: np.ndarray) -> list[np.ndarray]:
-        """``keys`` (a WARC's :attr:`ParagraphVerdict.new`) cut by the shard each is routed to."""
-        return ShardSplit.of(self.route(keys), self.n_shards).parts(keys)
-
 
 @dataclass(frozen=True)
 class TokenCuts:

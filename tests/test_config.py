@@ -34,8 +34,6 @@ def test_minimal_config_gets_defaults(tmp_path):
         ({"dedup": {"paragraphs": {"enabled": True, "threshold": 0}}}, "dedup.paragraphs.threshold", "greater than 0"),
         ({"dedup": {"paragraphs": {"enabled": True}, "url": False, "exact": False, "near": False}}, "dedup",
          "paragraphs needs url, exact or near dedup on"),
-        ({"dedup": {"paragraphs": {"enabled": True}, "against": ["old"]}}, "dedup",
-         "paragraphs does not read earlier outputs' paragraphs"),
         ({"dedup": {"paragraphs": {"enabled": True}}, "filters": {"mode": "tag"}}, "(top level)",
          "dedup.paragraphs removes text, which tag mode keeps whole"),
     ],

@@ -79,9 +79,10 @@ def built(crawl, halves, tmp_path_factory, ray_address):
     root = tmp_path_factory.mktemp("against")
     common = {"input": {"base": base}, "output": {"documents": True}, "dedup": {"audit": True}}
 
-    def build(name, manifest, workers=1, shards=1, against=()):
+    def build(name, manifest, workers=1, shards=1, against=(), **dedup):
         cfg = make_config(str(paths[manifest]), str(root / name), tok, ray={"workers": workers},
-                          **{**common, "dedup": {**common["dedup"], "shards": shards, "against": list(against)}})
+                          **{**common, "dedup": {**common["dedup"], "shards": shards, "against": list(against),
+                                                 **dedup}})
         return root / name, run(cfg)
 
     a = build("A", "a", shards=2)
@@ -111,6 +112,29 @@ def test_b_keeps_what_one_build_of_a_and_b_keeps_of_b(built):
     run_json = json.loads((b / "run.json").read_text())
     assert [x["output"] for x in run_json["dedup_against"]] == [str(a)]
     assert sb["this_run"]["dedup"]["prior_docs"] == sa["this_run"]["dedup"]["indexed_docs"]
+
+
+PARAGRAPHS = {"enabled": True, "min_chars": 16, "threshold": 0.5}  # (the crawl's pages share short lines)
+
+
+def test_with_paragraph_dedup_b_removes_what_one_build_of_a_and_b_removes_of_b(built):
+    """A's shards hold the keys of the paragraphs its kept documents had: B against A removes them as the one-run
+    build does (B's documents and tokens are its tail), and more than B alone; a B with paragraph dedup against an A
+    without is refused (its index lacks the paragraphs)."""
+    build = built["build"]
+    a, sa = build("A_para", "a", shards=2, paragraphs=PARAGRAPHS)
+    ab, sab = build("AB_para", "ab", paragraphs=PARAGRAPHS)
+    b, sb = build("B_para", "b", against=[str(a)], paragraphs=PARAGRAPHS)
+    _, alone = build("B_para_alone", "b", paragraphs=PARAGRAPHS)
+    docs_a, docs_ab, docs_b = _documents(a), _documents(ab), _documents(b)
+    assert docs_ab[: len(docs_a)] == docs_a
+    assert docs_b == docs_ab[len(docs_a):]
+    removed = {k: s["dedup_paragraphs"]["removed"] for k, s in (("a", sa), ("ab", sab), ("b", sb), ("alone", alone))}
+    assert removed["b"] == removed["ab"] - removed["a"]
+    assert removed["b"] > removed["alone"] > 0, removed  # paragraphs first seen in A
+    assert all(c.ok for c in verify_output(Storage(), str(b)))
+    with pytest.raises(LedgerError, match="other dedup settings"):  # built["A"]: without paragraph dedup
+        build("B_para_refused", "b", against=[str(built["A"][0])], paragraphs=PARAGRAPHS)
 
 
 def _sizes(out: Path) -> np.ndarray:

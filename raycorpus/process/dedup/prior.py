@@ -3,9 +3,9 @@
 A finished output's index is its LSH shards' files (``dedup/shard-NNNN/``, named by its last checkpoint):
 what that build *indexed*, i.e. its kept documents (URL key, content hash, band keys, sketch) and, with
 ``index_duplicates``, its near duplicates (band keys and sketch only). Loading exactly that, numbered as
-that build numbered it, puts this build's index where a single run over the earlier manifests and then
-this one would have it when it reaches this manifest's first WARC: so this build keeps the same documents
-as that run keeps of this manifest's WARCs. The earlier outputs come first, in the order listed; output
+that build numbered it (with dedup.paragraphs, the keys of the paragraphs it made seen too), puts this
+build's index where a single run over the earlier manifests and then this one would have it when it reaches
+this manifest's first WARC: so this build keeps the same documents as that run keeps of this manifest's WARCs. The earlier outputs come first, in the order listed; output
 ``k``'s documents are numbered after those of outputs ``0..k-1`` and before this build's.
 
 Each shard of this build loads the slice it owns (keys with ``key % N == shard``, documents with ``docno %
@@ -49,6 +49,8 @@ def dedup_keys(cfg: DedupConfig) -> dict:
             "signature_bits": cfg.signature_bits, "index_duplicates": cfg.index_duplicates}
     if cfg.verify_sketch == "oph" and cfg.oph_bits != 1:  # 1 bit, the only sketch before oph_bits: not recorded,
         keys["oph_bits"] = cfg.oph_bits  # so an output built then is shared with a build that sets oph_bits: 1
+    if cfg.paragraphs.enabled:  # its index holds the keys of paragraphs of at least this many word characters
+        keys["paragraphs_min_chars"] = cfg.paragraphs.min_chars
     return keys
 
 
@@ -195,21 +197,24 @@ def load_prior(shard, storage: Storage, prior: PriorIndex) -> int:
 
 def _slice(shard, request: tuple, prior: PriorIndex) -> tuple:
     """The part of one earlier shard file's inserts this shard owns, renumbered and with tagged ids."""
-    ek, e_no, bk, b_no, own_no, own_gids, own_sigs = request[:7]  # (no paragraphs: not with dedup.against)
+    ek, e_no, bk, b_no, own_no, own_gids, own_sigs, paragraphs = request
     lay, me, off = shard.layout, shard.index, np.uint64(prior.offset)
     e_no, b_no, own_no = (np.asarray(a, np.uint64) + off for a in (e_no, b_no, own_no))
     e, b, o = lay.route(ek) == me, lay.route(bk) == me, lay.owner(own_no) == me
     sigs = own_sigs[o] if own_sigs is not None else None
-    return ek[e], e_no[e], bk[b], b_no[b], own_no[o], tag_gids(own_gids[o], prior.number), sigs
+    if paragraphs is not None:  # (dedup.paragraphs: the keys of the paragraphs it made seen, routed by key)
+        paragraphs = paragraphs[lay.route(paragraphs) == me]
+    return ek[e], e_no[e], bk[b], b_no[b], own_no[o], tag_gids(own_gids[o], prior.number), sigs, paragraphs
 
 
 def _in_commit_order(parts: list[tuple]) -> tuple:
     """Concatenated inserts sorted by docno (stable), as the earlier build inserted them: a table keeps the
     first document of a key, and a shard takes its documents in order."""
     out = []
-    for i in range(FIELDS.index("paragraphs")):  # (no paragraphs: not with dedup.against)
+    for i in range(len(FIELDS)):
         cols = [p[i] for p in parts if p[i] is not None]
         out.append(np.concatenate(cols) if cols else None)
-    ek, e_no, bk, b_no, own_no, own_gids, own_sigs = out
+    ek, e_no, bk, b_no, own_no, own_gids, own_sigs, paragraphs = out
     e, b, o = (np.argsort(a, kind="stable") for a in (e_no, b_no, own_no))
-    return ek[e], e_no[e], bk[b], b_no[b], own_no[o], own_gids[o], (None if own_sigs is None else own_sigs[o])
+    return (ek[e], e_no[e], bk[b], b_no[b], own_no[o], own_gids[o], None if own_sigs is None else own_sigs[o],
+            paragraphs)  # (a set of keys: their order does not matter)

@@ -76,7 +76,8 @@ class DedupConfig(BaseModel):
     against: tuple[str, ...] = Field(
         (), description="earlier, finished outputs (paths or s3:// prefixes) whose indexed "
         "documents come before this manifest's first WARC, in this order: their copies are dropped as "
-        "dedup:prior_url / prior_exact / prior_near; the earlier outputs are only read")
+        "dedup:prior_url / prior_exact / prior_near (and, with paragraphs, their paragraphs are seen); the earlier "
+        "outputs are only read")
     shard_memory: int | None = Field(
         None, ge=2**20, description="bytes of Ray memory each LSH shard actor reserves (default: its share of "
         "expected_docs at 1.25 x the measured bytes per document; none when expected_docs is 0); not part of "
@@ -107,9 +108,6 @@ class DedupConfig(BaseModel):
             raise ValueError("against lists an output twice")
         if self.paragraphs.enabled and not self.enabled:
             raise ValueError("paragraphs needs url, exact or near dedup on (it runs on the documents they keep)")
-        if self.paragraphs.enabled and self.against:
-            raise ValueError("paragraphs does not read earlier outputs' paragraphs: set against or paragraphs, "
-                             "not both")
         return self
 
     @property

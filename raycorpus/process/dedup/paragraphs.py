@@ -267,7 +267,7 @@ class RoundParagraphs:
                 for at, cut in zip(self.positions, self.slices, strict=True)]
 
     def answers(self, hits: list) -> None:
-        """The shards' :class:`~raycorpus.process.dedup.arrays.ParagraphHits` for :meth:`requests`."""
+        """The shards' :class:`~raycorpus.process.dedup.arrays.ParagraphHits` for the keys :meth:`asked` gave them."""
         rows, previous = [], []
         for h, at in zip(hits, self.positions, strict=True):  # (shard positions -> round positions)
             at = None if at is None else at.astype(np.int64)
@@ -329,6 +329,7 @@ class RoundParagraphs:
             pending[todo[none]] = False
             todo = todo[~none]
         return out
+
 
 @dataclass(frozen=True)
 class TokenCuts:

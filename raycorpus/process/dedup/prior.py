@@ -5,8 +5,9 @@ what that build *indexed*, i.e. its kept documents (URL key, content hash, band 
 ``index_duplicates``, its near duplicates (band keys and sketch only). Loading exactly that, numbered as
 that build numbered it (with dedup.paragraphs, the keys of the paragraphs it made seen too), puts this
 build's index where a single run over the earlier manifests and then this one would have it when it reaches
-this manifest's first WARC: so this build keeps the same documents as that run keeps of this manifest's WARCs. The earlier outputs come first, in the order listed; output
-``k``'s documents are numbered after those of outputs ``0..k-1`` and before this build's.
+this manifest's first WARC: so this build keeps the same documents as that run keeps of this manifest's WARCs.
+The earlier outputs come first, in the order listed; output ``k``'s documents are numbered after those of outputs
+``0..k-1`` and before this build's.
 
 Each shard of this build loads the slice it owns (keys with ``key % N == shard``, documents with ``docno %
 N == shard``). When the earlier build had the same shard count, that is its own shard's files; otherwise

@@ -24,7 +24,7 @@ class ShardSplit:
     def of(cls, route: np.ndarray, n_shards: int) -> ShardSplit:
         if n_shards == 1:
             return cls(None, np.array([0, route.size]))
-        small = route.astype(np.uint16) if n_shards <= 1 << 16 else route  # a radix sort
+        small = route.astype(np.uint16) if route.dtype.itemsize > 2 and n_shards <= 1 << 16 else route  # (radix)
         order = np.argsort(small, kind="stable")
         return cls(order, np.concatenate([[0], np.cumsum(np.bincount(route, minlength=n_shards))]))
 

@@ -196,6 +196,8 @@ class _Build:
         try:
             self.pool.wait_until_any_ready()
             progress = Progress(total=self.total, start=self.start, mode=progress_mode or self.cfg.run.progress)
+            progress.update(self.committer.position, inflight=0, workers=len(self.pool.ready), buffered=0)  # where
+            # it starts (a resumed run's first line is its ledger's position, whatever the first pass commits)
             with frozen_heap():
                 t_start = time.monotonic()  # throughput counts from here: actor start-up is reported apart
                 cpu_start = {"driver": cpu_seconds(), "driver_main_thread": time.thread_time(), **self._cpu()}

@@ -228,7 +228,8 @@ class ParagraphHits:
         previous = np.where(again[at], order[at - 1], -1)
         rows = order[at]
         by_row = np.argsort(rows)
-        return cls(rows[by_row].astype(np.int64), known[at][by_row], previous[by_row].astype(np.int64))
+        return cls(rows[by_row].astype(np.int64, copy=False), known[at][by_row],
+                   previous[by_row].astype(np.int64, copy=False))
 
 
 @dataclass(frozen=True)

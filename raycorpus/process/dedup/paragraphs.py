@@ -132,6 +132,10 @@ class Paragraphs:
         """Each document's first paragraph (row)."""
         return self.bounds[:-1]
 
+    def docs_at(self, rows: np.ndarray) -> np.ndarray:
+        """The document of each of the paragraphs ``rows`` (:attr:`doc_of` for a few rows, without a pass over all)."""
+        return np.searchsorted(self.first, rows, side="right") - 1
+
     def shares(self, rows: np.ndarray, doc: np.ndarray) -> np.ndarray:
         """Per document, the share of its characters in the paragraphs ``rows`` (``doc``: each one's document; float64,
         0 where none, as :func:`removed_share`), in passes over those rows and the documents that hold them."""
@@ -154,7 +158,7 @@ class Paragraphs:
     def removed_per_doc(self, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(tokens, characters) each document loses with its ``removed`` paragraphs (int64 each)."""
         rows = np.flatnonzero(removed)
-        n, doc = self.counts.size, np.searchsorted(self.first, rows, side="right") - 1
+        n, doc = self.counts.size, self.docs_at(rows)
         tokens = np.bincount(doc, weights=self.tokens[rows], minlength=n) if self.tokens is not None else np.zeros(n)
         return tokens.astype(np.int64), np.bincount(doc, weights=self.chars[rows], minlength=n).astype(np.int64)
 
@@ -183,7 +187,9 @@ def seen_before(keys: np.ndarray, known: np.ndarray) -> np.ndarray:
 
 
 def removed_share(paragraphs: Paragraphs, removed: np.ndarray) -> np.ndarray:
-    """Per document, the share of its characters in removed paragraphs (float64, 0 for an empty document)."""
+    """Per document, the share of its characters in removed paragraphs (float64, 0 for an empty document): the
+    definition, in passes over every paragraph (the reference's; the head computes it from the removed rows alone,
+    :meth:`Paragraphs.shares`; its drops are tested against the reference's)."""
     doc = paragraphs.doc_of
     total = np.bincount(doc, weights=paragraphs.chars, minlength=paragraphs.counts.size)
     gone = np.bincount(doc, weights=paragraphs.chars * removed, minlength=paragraphs.counts.size)
@@ -240,13 +246,13 @@ class RoundParagraphs:
     takes the new ones from bits (:meth:`taken`): the keys cross from the head once."""
 
     def __init__(self, batches: Sequence[Paragraphs], route, n_shards: int, threshold: float):
-        self.batches, self.threshold, self.route, self.n_shards = list(batches), threshold, route, n_shards
+        self.batches, self.threshold = list(batches), threshold
         self.keyed = [np.flatnonzero(b.keys) for b in self.batches]  # each WARC's keyed paragraphs (rows)
         self.bounds = np.concatenate([[0], np.cumsum([k.size for k in self.keyed])]).astype(np.int64)
         keys = [b.keys[k] for b, k in zip(self.batches, self.keyed, strict=True)]
         self.flat = np.concatenate(keys) if keys else np.zeros(0, np.uint64)
-        self.split = ShardSplit.of(route(self.flat), n_shards)
-        self.parts, self.positions = self.split.parts(self.flat), self.split.positions()
+        split = ShardSplit.of(route(self.flat), n_shards)
+        self.parts, self.positions = split.parts(self.flat), split.positions()
         self.slices = [self.bounds if at is None else np.searchsorted(at, self.bounds) for at in self.positions]
         # the listed rows and the occurrences they name (round positions, ascending), each one's answer (known, its
         # previous occurrence as an index into ``wanted``) and, once decided, its anchor: the last occurrence of the
@@ -291,8 +297,9 @@ class RoundParagraphs:
         """WARC ``w`` of the round, given which of its documents document-level dedup kept (a bool each)."""
         p, keyed, a = self.batches[w], self.keyed[w], self.bounds[w]
         lo, hi = np.searchsorted(self.wanted, (a, self.bounds[w + 1]))
-        rows = keyed[self.wanted[lo:hi] - a]  # (the WARC's listed paragraphs)
-        doc = np.searchsorted(p.first, rows, side="right") - 1
+        listed = self.wanted[lo:hi] - a  # (the WARC's listed keyed paragraphs)
+        rows = keyed[listed]
+        doc = p.docs_at(rows)
         mine = kept[doc]
         self.anchor[lo:hi] = self._anchors(lo, hi, mine)
         before = self.previous[lo:hi]
@@ -301,7 +308,7 @@ class RoundParagraphs:
         removed = np.zeros(p.keys.size, bool)
         removed[rows[gone]] = True
         fresh = np.repeat(kept, np.diff(np.searchsorted(keyed, p.bounds)))  # keyed paragraphs of kept documents
-        fresh[self.wanted[lo:hi][gone] - a] = False
+        fresh[listed[gone]] = False
         share = p.shares(rows[gone], doc[gone])
         return ParagraphVerdict(removed, np.asarray(kept, bool) & dropped(share, self.threshold), fresh,
                                 int(p.counts[kept].sum()))
@@ -345,7 +352,7 @@ class TokenCuts:
         """The removed paragraphs of the documents ``keep`` marks (``paragraphs.tokens`` says where they are)."""
         rows = np.flatnonzero(removed)
         first = paragraphs.first
-        doc = np.searchsorted(first, rows, side="right") - 1
+        doc = paragraphs.docs_at(rows)
         rows, doc = rows[keep[doc]], doc[keep[doc]]
         ends = np.zeros(paragraphs.keys.size + 1, np.int64)
         if rows.size:
